@@ -1,0 +1,411 @@
+"""Frame codec of the streamer wire protocol, sans-IO.
+
+:func:`encode` turns a message into one frame; :class:`FrameDecoder` takes bytes as they arrive
+(any split) and hands back messages. Neither touches a socket. A frame is::
+
+    u32 BE length L (= 1 + body size, 1..max_frame_size) | u8 type | body (L - 1 bytes)
+
+The body layouts are below, one writer and one reader per message, and in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from streamer.errors import LocalProtocolError, MessageError, RemoteProtocolError
+from streamer.messages import (
+    ADDRESS_SIZE,
+    FRAME_HEADER_SIZE,
+    MAX_FRAME_SIZE,
+    PUBLIC_KEY_SIZE,
+    SIGNATURE_SIZE,
+    WANT_SIZE,
+    ChunkDelivery,
+    CursorsReply,
+    CursorsRequest,
+    Goodbye,
+    Handshake,
+    Message,
+    MessageType,
+    OfferedHashes,
+    PeerRecord,
+    Peers,
+    Ping,
+    Pong,
+    RetrieveDelivery,
+    RetrieveFailure,
+    RetrieveRequest,
+    Subscribe,
+    Unsubscribe,
+    WantedHashes,
+)
+
+_HEADER = struct.Struct(">IB")  # length, type
+_LENGTH = struct.Struct(">I")
+_U8 = struct.Struct(">B")
+_U16 = struct.Struct(">H")
+_U64 = struct.Struct(">Q")
+_STREAM = struct.Struct(">BBQQ")  # bin, live, start, end
+_DELIVERY = struct.Struct(">BBQB")  # bin, live, start, index
+_HANDSHAKE_FIXED = struct.Struct(f">HQ{ADDRESS_SIZE}sQH{PUBLIC_KEY_SIZE}s{SIGNATURE_SIZE}s")
+_RECORD_FIXED = struct.Struct(f">QH{PUBLIC_KEY_SIZE}s{SIGNATURE_SIZE}s")
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+def _str8(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    return _U8.pack(len(raw)) + raw
+
+
+def _str16(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    return _U16.pack(len(raw)) + raw
+
+
+def _write_handshake(m: Handshake) -> bytes:
+    fixed = _HANDSHAKE_FIXED.pack(
+        m.version, m.network_id, m.overlay, m.epoch, m.port, m.public_key, m.signature
+    )
+    return fixed + _str8(m.host)
+
+
+def _write_record(r: PeerRecord) -> bytes:
+    return _RECORD_FIXED.pack(r.network_id, r.port, r.public_key, r.signature) + _str8(r.host)
+
+
+_WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
+    Handshake: _write_handshake,
+    Goodbye: lambda m: _U16.pack(m.code) + _str16(m.reason),
+    Ping: lambda m: _U64.pack(m.nonce),
+    Pong: lambda m: _U64.pack(m.nonce),
+    CursorsRequest: lambda m: b"",
+    CursorsReply: lambda m: (
+        _U64.pack(m.epoch) + _U8.pack(len(m.cursors)) + struct.pack(f">{len(m.cursors)}Q", *m.cursors)
+    ),
+    Subscribe: lambda m: _STREAM.pack(m.bin, m.live, m.start, m.end),
+    Unsubscribe: lambda m: struct.pack(">BB", m.bin, m.live),
+    OfferedHashes: lambda m: _STREAM.pack(m.bin, m.live, m.start, m.end) + b"".join(m.hashes),
+    WantedHashes: lambda m: _STREAM.pack(m.bin, m.live, m.start, m.end) + m.want,
+    ChunkDelivery: lambda m: _DELIVERY.pack(m.bin, m.live, m.start, m.index) + m.data,
+    RetrieveRequest: lambda m: _U64.pack(m.request_id) + m.address + _U8.pack(m.hop_limit),
+    RetrieveDelivery: lambda m: _U64.pack(m.request_id) + m.data,
+    RetrieveFailure: lambda m: _U64.pack(m.request_id) + _str16(m.reason),
+    Peers: lambda m: _U16.pack(len(m.records)) + b"".join(_write_record(r) for r in m.records),
+}
+
+
+def encode(msg: Message) -> bytes:
+    """The whole frame (length, type, body) for ``msg``."""
+    writer = _WRITERS.get(type(msg))
+    if writer is None:
+        raise LocalProtocolError(f"cannot encode {type(msg).__name__!r}: not a streamer message")
+    try:
+        body = writer(msg)
+    except (struct.error, UnicodeEncodeError, TypeError) as exc:  # only if fields were forced past validation
+        raise LocalProtocolError(f"cannot encode {type(msg).__name__}: {exc}") from exc
+    length = 1 + len(body)
+    if length > MAX_FRAME_SIZE:
+        raise LocalProtocolError(
+            f"cannot encode {type(msg).__name__}: frame length {length} exceeds "
+            f"MAX_FRAME_SIZE {MAX_FRAME_SIZE}"
+        )
+    return _HEADER.pack(length, msg.TYPE) + body
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Reads the fields of one body; every shortfall names the message and the field."""
+
+    __slots__ = ("_body", "_name", "_pos")
+
+    def __init__(self, name: str, body: bytes) -> None:
+        self._name = name
+        self._body = body
+        self._pos = 0
+
+    def error(self, what: str) -> RemoteProtocolError:
+        return RemoteProtocolError(f"malformed {self._name} body ({len(self._body)} bytes): {what}")
+
+    def _take(self, size: int, field: str) -> bytes:
+        left = len(self._body) - self._pos
+        if size > left:
+            raise self.error(f"field {field} needs {size} bytes at offset {self._pos}, only {left} left")
+        raw = self._body[self._pos : self._pos + size]
+        self._pos += size
+        return raw
+
+    def fixed(self, st: struct.Struct, field: str) -> tuple[Any, ...]:
+        return st.unpack(self._take(st.size, field))
+
+    def u8(self, field: str) -> int:
+        return self._take(1, field)[0]
+
+    def u16(self, field: str) -> int:
+        return int(_U16.unpack(self._take(2, field))[0])
+
+    def u64(self, field: str) -> int:
+        return int(_U64.unpack(self._take(8, field))[0])
+
+    def raw(self, size: int, field: str) -> bytes:
+        return self._take(size, field)
+
+    def boolean(self, value: int, field: str) -> bool:
+        if value not in (0, 1):
+            raise self.error(f"field {field} must be 0 or 1 (a bool), got {value}")
+        return value == 1
+
+    def text(self, size: int, field: str) -> str:
+        raw = self._take(size, field)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.error(f"field {field} is not valid UTF-8: {exc.reason} at byte {exc.start}") from exc
+
+    def str8(self, field: str) -> str:
+        return self.text(self.u8(f"{field} length"), field)
+
+    def str16(self, field: str) -> str:
+        return self.text(self.u16(f"{field} length"), field)
+
+    def rest(self) -> bytes:
+        raw = self._body[self._pos :]
+        self._pos = len(self._body)
+        return raw
+
+    def left(self) -> int:
+        return len(self._body) - self._pos
+
+    def done(self) -> None:
+        if self._pos != len(self._body):
+            raise self.error(f"{len(self._body) - self._pos} unexpected trailing bytes at offset {self._pos}")
+
+
+def _read_handshake(r: _Reader) -> Handshake:
+    version, network_id, overlay, epoch, port, public_key, signature = r.fixed(
+        _HANDSHAKE_FIXED, "version..signature"
+    )
+    host = r.str8("host")
+    return Handshake(version, network_id, overlay, epoch, host, port, public_key, signature)
+
+
+def _read_stream_range(r: _Reader) -> tuple[int, bool, int, int]:
+    bin_, live, start, end = r.fixed(_STREAM, "bin/live/start/end")
+    return bin_, r.boolean(live, "live"), start, end
+
+
+def _read_cursors(r: _Reader) -> CursorsReply:
+    epoch = r.u64("epoch")
+    count = r.u8("count")
+    raw = r.raw(8 * count, f"cursors ({count} x u64)")
+    return CursorsReply(epoch, struct.unpack(f">{count}Q", raw))
+
+
+def _read_unsubscribe(r: _Reader) -> Unsubscribe:
+    bin_ = r.u8("bin")
+    return Unsubscribe(bin_, r.boolean(r.u8("live"), "live"))
+
+
+def _read_offer(r: _Reader) -> OfferedHashes:
+    bin_, live, start, end = _read_stream_range(r)
+    if r.left() % ADDRESS_SIZE:
+        raise r.error(f"hashes take {r.left()} bytes, not a multiple of {ADDRESS_SIZE}")
+    raw = r.rest()
+    hashes = tuple(raw[i : i + ADDRESS_SIZE] for i in range(0, len(raw), ADDRESS_SIZE))
+    return OfferedHashes(bin_, live, start, end, hashes)
+
+
+def _read_want(r: _Reader) -> WantedHashes:
+    bin_, live, start, end = _read_stream_range(r)
+    return WantedHashes(bin_, live, start, end, r.raw(WANT_SIZE, "want"))
+
+
+def _read_delivery(r: _Reader) -> ChunkDelivery:
+    bin_, live, start, index = r.fixed(_DELIVERY, "bin/live/start/index")
+    return ChunkDelivery(bin_, r.boolean(live, "live"), start, index, r.rest())
+
+
+def _read_record(r: _Reader, i: int) -> PeerRecord:
+    network_id, port, public_key, signature = r.fixed(_RECORD_FIXED, f"records[{i}]")
+    host = r.str8(f"records[{i}].host")
+    return PeerRecord(network_id, host, port, public_key, signature)
+
+
+def _read_peers(r: _Reader) -> Peers:
+    count = r.u16("count")
+    return Peers(tuple(_read_record(r, i) for i in range(count)))
+
+
+_READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
+    MessageType.HANDSHAKE: ("Handshake", _read_handshake),
+    MessageType.GOODBYE: ("Goodbye", lambda r: Goodbye(r.u16("code"), r.str16("reason"))),
+    MessageType.PING: ("Ping", lambda r: Ping(r.u64("nonce"))),
+    MessageType.PONG: ("Pong", lambda r: Pong(r.u64("nonce"))),
+    MessageType.CURSORS_REQUEST: ("CursorsRequest", lambda r: CursorsRequest()),
+    MessageType.CURSORS_REPLY: ("CursorsReply", _read_cursors),
+    MessageType.SUBSCRIBE: ("Subscribe", lambda r: Subscribe(*_read_stream_range(r))),
+    MessageType.UNSUBSCRIBE: ("Unsubscribe", _read_unsubscribe),
+    MessageType.OFFERED_HASHES: ("OfferedHashes", _read_offer),
+    MessageType.WANTED_HASHES: ("WantedHashes", _read_want),
+    MessageType.CHUNK_DELIVERY: ("ChunkDelivery", _read_delivery),
+    MessageType.RETRIEVE_REQUEST: (
+        "RetrieveRequest",
+        lambda r: RetrieveRequest(r.u64("request_id"), r.raw(ADDRESS_SIZE, "address"), r.u8("hop_limit")),
+    ),
+    MessageType.RETRIEVE_DELIVERY: (
+        "RetrieveDelivery",
+        lambda r: RetrieveDelivery(r.u64("request_id"), r.rest()),
+    ),
+    MessageType.RETRIEVE_FAILURE: (
+        "RetrieveFailure",
+        lambda r: RetrieveFailure(r.u64("request_id"), r.str16("reason")),
+    ),
+    MessageType.PEERS: ("Peers", _read_peers),
+}
+
+
+def _decode_body(type_code: int, body: bytes) -> Message:
+    entry = _READERS.get(type_code)
+    if entry is None:
+        raise RemoteProtocolError(f"unknown message type 0x{type_code:02x}")
+    name, read = entry
+    reader = _Reader(name, body)
+    try:
+        msg = read(reader)
+    except MessageError as exc:
+        raise RemoteProtocolError(f"invalid {name} from peer: {exc}") from exc
+    reader.done()
+    return msg
+
+
+def decode(frame: bytes) -> Message:
+    """Decode exactly one whole frame (a convenience over :class:`FrameDecoder`)."""
+    decoder = FrameDecoder()
+    decoder.receive_data(frame)
+    msg = decoder.next_message()
+    decoder.receive_eof()
+    if msg is None or decoder.buffered_bytes:
+        raise RemoteProtocolError(f"expected exactly one frame in {len(frame)} bytes")
+    return msg
+
+
+class FrameDecoder:
+    """Turns a byte stream, split anyhow, into messages.
+
+    Feed bytes with :meth:`receive_data`, then call :meth:`next_message` until it returns ``None``
+    (more data needed). Every frame's length field is checked as soon as its four bytes are in and
+    its type byte as soon as that is in, so an oversized frame or an unknown type is rejected before
+    its body is buffered. The buffer never holds more than one frame header plus ``max_frame_size``
+    bytes plus the last chunk received; feeding more without draining is a
+    :class:`LocalProtocolError`. After a :class:`RemoteProtocolError` the decoder stays failed.
+    """
+
+    def __init__(self, max_frame_size: int = MAX_FRAME_SIZE) -> None:
+        if not 1 <= max_frame_size <= 0xFFFFFFFF:
+            raise ValueError(f"max_frame_size must be in 1..2**32-1, got {max_frame_size}")
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._scan = 0  # offset in _buf of the first frame header not yet checked
+        self._last_length = 0  # length field of the last frame checked
+        self._eof = False
+        self._failure: RemoteProtocolError | None = None
+        self.frames_decoded = 0
+        self.bytes_decoded = 0
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buf)
+
+    def _check_ok(self) -> None:
+        if self._failure is not None:
+            raise RemoteProtocolError(f"decoder failed earlier: {self._failure}") from self._failure
+
+    def _fail(self, exc: RemoteProtocolError) -> RemoteProtocolError:
+        self._failure = exc
+        return exc
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        self._check_ok()
+        if self._eof:
+            raise LocalProtocolError("receive_data() after receive_eof()")
+        if len(self._buf) > FRAME_HEADER_SIZE + self.max_frame_size:
+            raise LocalProtocolError(
+                f"decoder holds {len(self._buf)} undecoded bytes; call next_message() until it "
+                "returns None before feeding more data"
+            )
+        self._buf += data
+        self._check_headers()
+
+    def _check_headers(self) -> None:
+        buf, size, limit = self._buf, len(self._buf), self.max_frame_size
+        while self._scan + FRAME_HEADER_SIZE <= size:
+            (length,) = _LENGTH.unpack_from(buf, self._scan)
+            if length > limit:
+                raise self._fail(
+                    RemoteProtocolError(f"frame of {length} bytes exceeds the limit of {limit} bytes")
+                )
+            if length == 0:
+                raise self._fail(RemoteProtocolError("frame of length 0 has no message type"))
+            if self._scan + FRAME_HEADER_SIZE >= size:
+                return
+            type_code = buf[self._scan + FRAME_HEADER_SIZE]
+            if type_code not in _READERS:
+                raise self._fail(RemoteProtocolError(f"unknown message type 0x{type_code:02x}"))
+            self._scan += FRAME_HEADER_SIZE + length
+            self._last_length = length
+
+    def next_message(self) -> Message | None:
+        """The next whole message, or ``None`` if more data is needed."""
+        self._check_ok()
+        buf = self._buf
+        if len(buf) < FRAME_HEADER_SIZE:
+            return None
+        (length,) = _LENGTH.unpack_from(buf, 0)
+        end = FRAME_HEADER_SIZE + length
+        if len(buf) < end:
+            return None
+        type_code = buf[FRAME_HEADER_SIZE]
+        body = bytes(buf[FRAME_HEADER_SIZE + 1 : end])
+        del buf[:end]  # O(1) in CPython: bytearray drops a prefix by moving its start
+        self._scan -= end
+        try:
+            msg = _decode_body(type_code, body)
+        except RemoteProtocolError as exc:
+            self._failure = exc
+            raise
+        self.frames_decoded += 1
+        self.bytes_decoded += end
+        return msg
+
+    def receive_eof(self) -> None:
+        """The peer closed its side. Raises if it left a frame half sent; whole frames stay readable."""
+        self._check_ok()
+        self._eof = True
+        size = len(self._buf)
+        if self._scan == size:
+            return
+        if self._scan > size:  # the last frame's header is in, part of its type byte or body is not
+            length = self._last_length
+            got = length - (self._scan - size)
+        elif size - self._scan < FRAME_HEADER_SIZE:
+            got = size - self._scan
+            raise self._fail(
+                RemoteProtocolError(
+                    f"truncated frame at EOF: got {got} of the {FRAME_HEADER_SIZE} length-header bytes, "
+                    f"{FRAME_HEADER_SIZE - got} missing"
+                )
+            )
+        else:  # header in, nothing after it
+            (length,) = _LENGTH.unpack_from(self._buf, self._scan)
+            got = 0
+        raise self._fail(
+            RemoteProtocolError(
+                f"truncated frame at EOF: got {got} of {length} bytes after the length header, "
+                f"{length - got} missing"
+            )
+        )

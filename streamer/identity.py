@@ -1,0 +1,287 @@
+"""Node identity: an Ed25519 key, the overlay address derived from it, signed handshakes and records.
+
+The overlay address is ``keccak256(public_key || network_id as u64 BE)``, so a peer cannot pick
+its address. A handshake and a peer record are signed over a domain-separated encoding of all
+their other fields (different tags, so one can never be replayed as the other). The private key
+is a 32-byte Ed25519 seed (RFC 8032), kept in a key file readable by its owner only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import stat
+import struct
+from pathlib import Path
+
+from Crypto.PublicKey import ECC
+from Crypto.Signature import eddsa
+
+from streamer.messages import (
+    PUBLIC_KEY_SIZE,
+    SIGNATURE_SIZE,
+    GoodbyeCode,
+    Handshake,
+    PeerRecord,
+    overlay_address,
+)
+
+__all__ = [
+    "HANDSHAKE_DOMAIN",
+    "PEER_RECORD_DOMAIN",
+    "PRIVATE_KEY_SIZE",
+    "BadPeerRecord",
+    "HandshakeError",
+    "KeyFileError",
+    "NodeIdentity",
+    "handshake_signing_bytes",
+    "load_or_create_identity",
+    "make_handshake",
+    "make_peer_record",
+    "overlay_address",
+    "peer_record_signing_bytes",
+    "verify_handshake",
+    "verify_peer_record",
+    "verify_signature",
+]
+
+PRIVATE_KEY_SIZE = 32
+HANDSHAKE_DOMAIN = b"swarm-handshake-v1"
+PEER_RECORD_DOMAIN = b"swarm-peer-record-v1"
+
+
+class HandshakeError(Exception):
+    """A peer's handshake is unacceptable; ``code`` is the Goodbye code to send before closing."""
+
+    def __init__(self, message: str, code: GoodbyeCode = GoodbyeCode.BAD_HANDSHAKE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class BadPeerRecord(HandshakeError):
+    """A gossiped peer record is forged or belongs to another network."""
+
+
+class KeyFileError(Exception):
+    """The key file cannot be used (wrong size, unsafe permissions, not a file)."""
+
+
+class NodeIdentity:
+    """An Ed25519 key pair. Equality is by public key; ``repr`` never shows the private key."""
+
+    __slots__ = ("_key", "_public_key")
+
+    def __init__(self, key: ECC.EccKey) -> None:
+        if not key.has_private() or key.curve != "Ed25519":
+            raise ValueError("NodeIdentity needs an Ed25519 private key")
+        self._key = key
+        self._public_key: bytes = key.public_key().export_key(format="raw")
+
+    @classmethod
+    def generate(cls) -> NodeIdentity:
+        return cls(ECC.generate(curve="Ed25519"))
+
+    @classmethod
+    def from_private_bytes(cls, b: bytes) -> NodeIdentity:
+        """From a 32-byte Ed25519 seed (RFC 8032 private key)."""
+        if not isinstance(b, bytes | bytearray) or len(b) != PRIVATE_KEY_SIZE:
+            raise ValueError(f"an Ed25519 private key is {PRIVATE_KEY_SIZE} bytes")
+        return cls(eddsa.import_private_key(bytes(b)))
+
+    def private_bytes(self) -> bytes:
+        seed: bytes = self._key.seed
+        return seed
+
+    @property
+    def public_key(self) -> bytes:
+        return self._public_key
+
+    def overlay(self, network_id: int) -> bytes:
+        return overlay_address(self._public_key, network_id)
+
+    def sign(self, data: bytes) -> bytes:
+        signature: bytes = eddsa.new(self._key, "rfc8032").sign(data)
+        return signature
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NodeIdentity) and other._public_key == self._public_key
+
+    def __hash__(self) -> int:
+        return hash(self._public_key)
+
+    def __repr__(self) -> str:
+        return f"NodeIdentity(public_key={self._public_key.hex()})"
+
+
+def verify_signature(public_key: bytes, data: bytes, signature: bytes) -> bool:
+    """True iff ``signature`` is a valid RFC 8032 Ed25519 signature of ``data`` by ``public_key``."""
+    if len(public_key) != PUBLIC_KEY_SIZE or len(signature) != SIGNATURE_SIZE:
+        return False
+    try:
+        key = eddsa.import_public_key(bytes(public_key))
+        eddsa.new(key, "rfc8032").verify(data, bytes(signature))
+    except ValueError:  # not a point on the curve, or a bad signature
+        return False
+    return True
+
+
+# -- handshake ------------------------------------------------------------------------------------
+
+
+def _host8(host: str) -> bytes:
+    raw = host.encode("utf-8")
+    return struct.pack(">B", len(raw)) + raw
+
+
+def handshake_signing_bytes(hs: Handshake) -> bytes:
+    """What a handshake's signature covers: the domain tag, then every field but the signature."""
+    return (
+        HANDSHAKE_DOMAIN
+        + struct.pack(">HQ", hs.version, hs.network_id)
+        + hs.overlay
+        + struct.pack(">QH", hs.epoch, hs.port)
+        + hs.public_key
+        + _host8(hs.host)
+    )
+
+
+def make_handshake(
+    identity: NodeIdentity, *, version: int, network_id: int, epoch: int, host: str, port: int
+) -> Handshake:
+    unsigned = Handshake(
+        version=version,
+        network_id=network_id,
+        overlay=identity.overlay(network_id),
+        epoch=epoch,
+        host=host,
+        port=port,
+        public_key=identity.public_key,
+        signature=bytes(SIGNATURE_SIZE),
+    )
+    return dataclasses.replace(unsigned, signature=identity.sign(handshake_signing_bytes(unsigned)))
+
+
+def verify_handshake(hs: Handshake, *, network_id: int, version: int) -> None:
+    """Raise :class:`HandshakeError` (with the Goodbye code to send) unless ``hs`` is acceptable."""
+    if hs.network_id != network_id:
+        raise HandshakeError(
+            f"peer is on network {hs.network_id}, we are on network {network_id}", GoodbyeCode.WRONG_NETWORK
+        )
+    if hs.version != version:
+        raise HandshakeError(
+            f"peer speaks protocol version {hs.version}, we speak version {version}",
+            GoodbyeCode.VERSION_MISMATCH,
+        )
+    expected = overlay_address(hs.public_key, hs.network_id)
+    if hs.overlay != expected:
+        raise HandshakeError(
+            f"peer claims overlay {hs.overlay.hex()} but its public key gives {expected.hex()}",
+            GoodbyeCode.BAD_HANDSHAKE,
+        )
+    if not verify_signature(hs.public_key, handshake_signing_bytes(hs), hs.signature):
+        raise HandshakeError(
+            f"bad handshake signature from overlay {hs.overlay.hex()}", GoodbyeCode.BAD_HANDSHAKE
+        )
+
+
+# -- peer records ---------------------------------------------------------------------------------
+
+
+def peer_record_signing_bytes(rec: PeerRecord) -> bytes:
+    """What a peer record's signature covers: its domain tag, then every field but the signature."""
+    return (
+        PEER_RECORD_DOMAIN + struct.pack(">QH", rec.network_id, rec.port) + rec.public_key + _host8(rec.host)
+    )
+
+
+def make_peer_record(identity: NodeIdentity, *, network_id: int, host: str, port: int) -> PeerRecord:
+    unsigned = PeerRecord(network_id, host, port, identity.public_key, bytes(SIGNATURE_SIZE))
+    return dataclasses.replace(unsigned, signature=identity.sign(peer_record_signing_bytes(unsigned)))
+
+
+def verify_peer_record(rec: PeerRecord, network_id: int) -> None:
+    """Raise :class:`BadPeerRecord` unless ``rec`` is on ``network_id`` and signed by its key."""
+    if rec.network_id != network_id:
+        raise BadPeerRecord(
+            f"peer record {rec.host}:{rec.port} is for network {rec.network_id}, "
+            f"we are on network {network_id}",
+            GoodbyeCode.WRONG_NETWORK,
+        )
+    if not verify_signature(rec.public_key, peer_record_signing_bytes(rec), rec.signature):
+        raise BadPeerRecord(
+            f"bad signature on peer record {rec.host}:{rec.port} (overlay {rec.overlay.hex()})",
+            GoodbyeCode.BAD_HANDSHAKE,
+        )
+
+
+# -- key file -------------------------------------------------------------------------------------
+
+
+def _read_key_file(path: Path) -> NodeIdentity:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise KeyFileError(f"cannot open key file {path}: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise KeyFileError(f"key file {path} is not a regular file")
+        if os.name == "posix" and st.st_mode & 0o077:
+            raise KeyFileError(
+                f"key file {path} is accessible by group/others (mode {stat.S_IMODE(st.st_mode):#o}); "
+                f"refusing to use it: run `chmod 600 {path}`"
+            )
+        seed = b""
+        while len(seed) <= PRIVATE_KEY_SIZE and (more := os.read(fd, PRIVATE_KEY_SIZE + 1 - len(seed))):
+            seed += more
+    finally:
+        os.close(fd)
+    if len(seed) != PRIVATE_KEY_SIZE:
+        size = f"{len(seed)} bytes" if len(seed) <= PRIVATE_KEY_SIZE else "longer"
+        raise KeyFileError(
+            f"key file {path} is {size}, expected exactly {PRIVATE_KEY_SIZE} bytes (a raw Ed25519 seed); "
+            "it was left untouched: restore it, or move it away to create a new identity (a new overlay)"
+        )
+    return NodeIdentity.from_private_bytes(seed)
+
+
+def _create_key_file(path: Path, identity: NodeIdentity) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o600)  # FileExistsError if another process got there first
+    try:
+        try:
+            data = identity.private_bytes()
+            while data:
+                data = data[os.write(fd, data) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        path.unlink()  # ours (O_EXCL): never leave a half-written key behind
+        raise
+    if os.name == "posix":  # make the new directory entry durable too
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            with contextlib.suppress(OSError):
+                os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def load_or_create_identity(path: str | os.PathLike[str]) -> NodeIdentity:
+    """The identity in the key file at ``path``; a new one, saved there (mode 0600), if there is none.
+
+    An existing file is never overwritten: a file of the wrong size, or one that group or others
+    may access, raises :class:`KeyFileError` naming the path.
+    """
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        identity = NodeIdentity.generate()
+        try:
+            _create_key_file(path, identity)
+            return identity
+        except FileExistsError:
+            pass  # created concurrently: use that one
+    return _read_key_file(path)

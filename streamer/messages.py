@@ -1,0 +1,557 @@
+"""Messages of the streamer wire protocol: frozen dataclasses that validate every field.
+
+A message is a value. Constructing one with a field out of range raises :class:`MessageError`
+naming the message and the field, so an instance that exists is always encodable. Byte-like
+fields accept ``bytes``, ``bytearray`` or ``memoryview`` and are stored as ``bytes``; sequence
+fields accept any iterable and are stored as tuples. Each class carries its wire type code in
+``TYPE``; the byte layout lives in :mod:`streamer.codec` and is written down in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeAlias
+
+from bitarray import bitarray
+
+from localstore.bmt import keccak256
+from streamer.errors import MessageError
+
+PROTOCOL_VERSION = 1
+"""The ``version`` this implementation puts in its handshake."""
+
+FRAME_HEADER_SIZE = 4
+MAX_FRAME_SIZE = 65536
+"""Largest allowed value of a frame's length field (type byte + body)."""
+
+ADDRESS_SIZE = 32
+PUBLIC_KEY_SIZE = 32
+SIGNATURE_SIZE = 64
+SPAN_SIZE = 8
+MAX_PAYLOAD_SIZE = 4096
+MIN_CHUNK_DATA_SIZE = SPAN_SIZE
+MAX_CHUNK_DATA_SIZE = SPAN_SIZE + MAX_PAYLOAD_SIZE
+MAX_BIN = 31
+BIN_COUNT = MAX_BIN + 1
+MAX_BATCH_SIZE = 128
+"""Most hashes in one offer; also the number of bits of a want vector."""
+WANT_SIZE = MAX_BATCH_SIZE // 8
+MAX_HOST_SIZE = 255
+MAX_REASON_SIZE = 1024
+MAX_PEER_RECORDS = 128
+
+_U8, _U16, _U64 = 8, 16, 64
+
+
+class MessageType(enum.IntEnum):
+    """Wire type codes: the byte after a frame's length field."""
+
+    HANDSHAKE = 0x01
+    GOODBYE = 0x02
+    PING = 0x03
+    PONG = 0x04
+    CURSORS_REQUEST = 0x10
+    CURSORS_REPLY = 0x11
+    SUBSCRIBE = 0x12
+    UNSUBSCRIBE = 0x13
+    OFFERED_HASHES = 0x14
+    WANTED_HASHES = 0x15
+    CHUNK_DELIVERY = 0x16
+    RETRIEVE_REQUEST = 0x20
+    RETRIEVE_DELIVERY = 0x21
+    RETRIEVE_FAILURE = 0x22
+    PEERS = 0x30
+
+
+class GoodbyeCode(enum.IntEnum):
+    """Why a peer closes the connection. Codes not listed here are kept as plain ints."""
+
+    NORMAL = 0
+    PROTOCOL_ERROR = 1
+    BAD_HANDSHAKE = 2
+    WRONG_NETWORK = 3
+    VERSION_MISMATCH = 4
+    INVALID_CHUNK = 5
+    UNSOLICITED_DELIVERY = 6
+    SHUTDOWN = 7
+    DUPLICATE_CONNECTION = 8
+    PRUNED = 9
+    OVERLOADED = 10
+
+
+def overlay_address(public_key: bytes, network_id: int) -> bytes:
+    """A node's overlay address: Keccak-256 of its Ed25519 public key and the network ID (u64 BE).
+
+    Because the overlay is derived from the key, no peer can claim an arbitrary address.
+    """
+    key = _bytes("overlay_address", "public_key", public_key, PUBLIC_KEY_SIZE)
+    nid = _uint("overlay_address", "network_id", network_id, _U64)
+    return keccak256(key + struct.pack(">Q", nid))
+
+
+# -- field validation -----------------------------------------------------------------------------
+
+
+def _set(obj: object, field: str, value: object) -> None:
+    object.__setattr__(obj, field, value)
+
+
+def _uint(owner: str, field: str, value: Any, bits: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MessageError(f"{owner}.{field} must be an int, got {type(value).__name__}")
+    if not 0 <= value < 1 << bits:
+        raise MessageError(f"{owner}.{field} must be in 0..{(1 << bits) - 1} (u{bits}), got {value}")
+    return value
+
+
+def _bool(owner: str, field: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise MessageError(f"{owner}.{field} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def _bin(owner: str, value: Any) -> int:
+    _uint(owner, "bin", value, _U8)
+    if value > MAX_BIN:
+        raise MessageError(f"{owner}.bin must be in 0..{MAX_BIN}, got {value}")
+    return int(value)
+
+
+def _bytes(
+    owner: str,
+    field: str,
+    value: Any,
+    size: int | None = None,
+    *,
+    min_size: int = 0,
+    max_size: int | None = None,
+) -> bytes:
+    if isinstance(value, bytes):
+        data = value
+    elif isinstance(value, bytearray | memoryview):
+        data = bytes(value)
+    else:
+        raise MessageError(f"{owner}.{field} must be bytes, got {type(value).__name__}")
+    if size is not None and len(data) != size:
+        raise MessageError(f"{owner}.{field} must be {size} bytes, got {len(data)}")
+    if len(data) < min_size or (max_size is not None and len(data) > max_size):
+        raise MessageError(f"{owner}.{field} must be {min_size}..{max_size} bytes, got {len(data)}")
+    return data
+
+
+def _text(owner: str, field: str, value: Any, max_size: int) -> None:
+    if not isinstance(value, str):
+        raise MessageError(f"{owner}.{field} must be a str, got {type(value).__name__}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise MessageError(f"{owner}.{field} is not encodable as UTF-8: {exc.reason}") from exc
+    if size > max_size:
+        raise MessageError(f"{owner}.{field} must be at most {max_size} bytes of UTF-8, got {size}")
+
+
+def _tuple(owner: str, field: str, value: Any, max_len: int) -> tuple[Any, ...]:
+    if isinstance(value, str | bytes | bytearray | memoryview) or not isinstance(value, Iterable):
+        raise MessageError(f"{owner}.{field} must be a tuple, got {type(value).__name__}")
+    items = value if isinstance(value, tuple) else tuple(value)
+    if len(items) > max_len:
+        raise MessageError(f"{owner}.{field} holds at most {max_len} items, got {len(items)}")
+    return items
+
+
+def _range(owner: str, start: Any, end: Any) -> None:
+    _uint(owner, "start", start, _U64)
+    _uint(owner, "end", end, _U64)
+    if start < 1:
+        raise MessageError(f"{owner}.start must be >= 1 (bin IDs start at 1), got {start}")
+    if end < start:
+        raise MessageError(f"{owner}.end must be >= start ({start}), got {end}")
+
+
+def _chunk_data(owner: str, value: Any) -> bytes:
+    return _bytes(owner, "data", value, min_size=MIN_CHUNK_DATA_SIZE, max_size=MAX_CHUNK_DATA_SIZE)
+
+
+# -- connection messages --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Handshake:
+    """First message each side sends: who I am, signed with the key the overlay derives from."""
+
+    TYPE: ClassVar[MessageType] = MessageType.HANDSHAKE
+
+    version: int
+    network_id: int
+    overlay: bytes
+    epoch: int
+    host: str
+    port: int
+    public_key: bytes
+    signature: bytes
+
+    def __post_init__(self) -> None:
+        n = "Handshake"
+        _uint(n, "version", self.version, _U16)
+        _uint(n, "network_id", self.network_id, _U64)
+        _set(self, "overlay", _bytes(n, "overlay", self.overlay, ADDRESS_SIZE))
+        _uint(n, "epoch", self.epoch, _U64)
+        _text(n, "host", self.host, MAX_HOST_SIZE)
+        _uint(n, "port", self.port, _U16)
+        _set(self, "public_key", _bytes(n, "public_key", self.public_key, PUBLIC_KEY_SIZE))
+        _set(self, "signature", _bytes(n, "signature", self.signature, SIGNATURE_SIZE))
+
+
+@dataclass(frozen=True, slots=True)
+class Goodbye:
+    """Last message before closing: a :class:`GoodbyeCode` (or an unknown int code) and a reason."""
+
+    TYPE: ClassVar[MessageType] = MessageType.GOODBYE
+
+    code: int
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        _uint("Goodbye", "code", self.code, _U16)
+        _text("Goodbye", "reason", self.reason, MAX_REASON_SIZE)
+        try:
+            _set(self, "code", GoodbyeCode(self.code))
+        except ValueError:
+            _set(self, "code", int(self.code))
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    TYPE: ClassVar[MessageType] = MessageType.PING
+
+    nonce: int
+
+    def __post_init__(self) -> None:
+        _uint("Ping", "nonce", self.nonce, _U64)
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    TYPE: ClassVar[MessageType] = MessageType.PONG
+
+    nonce: int
+
+    def __post_init__(self) -> None:
+        _uint("Pong", "nonce", self.nonce, _U64)
+
+
+# -- pull syncing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CursorsRequest:
+    """Downstream asks the upstream for its epoch and its cursor (highest bin ID) per bin."""
+
+    TYPE: ClassVar[MessageType] = MessageType.CURSORS_REQUEST
+
+
+@dataclass(frozen=True, slots=True)
+class CursorsReply:
+    """The upstream's store epoch and its cursor per bin (index = bin; 0 = bin empty)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.CURSORS_REPLY
+
+    epoch: int
+    cursors: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        _uint("CursorsReply", "epoch", self.epoch, _U64)
+        cursors = _tuple("CursorsReply", "cursors", self.cursors, BIN_COUNT)
+        for i, cursor in enumerate(cursors):
+            _uint("CursorsReply", f"cursors[{i}]", cursor, _U64)
+        _set(self, "cursors", cursors)
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    """Open the stream (bin, live): historical ``[start, end]`` or live ``[start, open)`` (end 0)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.SUBSCRIBE
+
+    bin: int
+    live: bool
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        n = "Subscribe"
+        _bin(n, self.bin)
+        _bool(n, "live", self.live)
+        _uint(n, "start", self.start, _U64)
+        _uint(n, "end", self.end, _U64)
+        if self.start < 1:
+            raise MessageError(f"{n}.start must be >= 1 (bin IDs start at 1), got {self.start}")
+        if self.live and self.end != 0:
+            raise MessageError(f"{n}.end must be 0 (open-ended) for a live stream, got {self.end}")
+        if not self.live and self.end < self.start:
+            raise MessageError(
+                f"{n}.end must be >= start ({self.start}) for a historical stream, got {self.end}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    TYPE: ClassVar[MessageType] = MessageType.UNSUBSCRIBE
+
+    bin: int
+    live: bool
+
+    def __post_init__(self) -> None:
+        _bin("Unsubscribe", self.bin)
+        _bool("Unsubscribe", "live", self.live)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class OfferedHashes:
+    """Addresses of the chunks with bin IDs in ``[start, end]`` of the upstream's pull index.
+
+    Chunks removed from the store leave holes, so an offer may hold fewer hashes than the range
+    is long, but never more, and never more than :data:`MAX_BATCH_SIZE`.
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.OFFERED_HASHES
+
+    bin: int
+    live: bool
+    start: int
+    end: int
+    hashes: tuple[bytes, ...]
+
+    def __post_init__(self) -> None:
+        n = "OfferedHashes"
+        _bin(n, self.bin)
+        _bool(n, "live", self.live)
+        _range(n, self.start, self.end)
+        hashes = _tuple(n, "hashes", self.hashes, MAX_BATCH_SIZE)
+        if len(hashes) > self.end - self.start + 1:
+            raise MessageError(
+                f"{n}.hashes holds {len(hashes)} hashes, more than the range "
+                f"[{self.start}, {self.end}] has bin IDs"
+            )
+        if not all(type(h) is bytes and len(h) == ADDRESS_SIZE for h in hashes):
+            hashes = tuple(_bytes(n, f"hashes[{i}]", h, ADDRESS_SIZE) for i, h in enumerate(hashes))
+        _set(self, "hashes", hashes)
+
+    def __repr__(self) -> str:
+        return (
+            f"OfferedHashes(bin={self.bin}, live={self.live}, start={self.start}, end={self.end}, "
+            f"hashes=<{len(self.hashes)} hashes>)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WantedHashes:
+    """The downstream's answer to one offer: bit ``i`` set = send me the ``i``-th offered chunk.
+
+    Bit ``i`` lives in byte ``i // 8`` under mask ``1 << (i % 8)`` (least significant bit first).
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.WANTED_HASHES
+
+    bin: int
+    live: bool
+    start: int
+    end: int
+    want: bytes
+
+    def __post_init__(self) -> None:
+        n = "WantedHashes"
+        _bin(n, self.bin)
+        _bool(n, "live", self.live)
+        _range(n, self.start, self.end)
+        _set(self, "want", _bytes(n, "want", self.want, WANT_SIZE))
+
+    @classmethod
+    def from_indices(cls, bin: int, live: bool, start: int, end: int, indices: Iterable[int]) -> WantedHashes:
+        bits = bitarray(MAX_BATCH_SIZE, endian="little")
+        bits.setall(0)
+        for i in indices:
+            _uint("WantedHashes", "index", i, _U8)
+            if i >= MAX_BATCH_SIZE:
+                raise MessageError(f"WantedHashes index must be in 0..{MAX_BATCH_SIZE - 1}, got {i}")
+            bits[i] = 1
+        return cls(bin, live, start, end, bits.tobytes())
+
+    def _bits(self) -> bitarray:
+        bits = bitarray(endian="little")
+        bits.frombytes(self.want)
+        return bits
+
+    def wanted_indices(self) -> list[int]:
+        """Indices of the wanted offered hashes, ascending."""
+        return list(self._bits().search(1))
+
+    def is_wanted(self, i: int) -> bool:
+        if not 0 <= i < MAX_BATCH_SIZE:
+            raise IndexError(f"offer index must be in 0..{MAX_BATCH_SIZE - 1}, got {i}")
+        return bool(self.want[i >> 3] >> (i & 7) & 1)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ChunkDelivery:
+    """One wanted chunk: ``index`` is its position in the offer that started at ``start``."""
+
+    TYPE: ClassVar[MessageType] = MessageType.CHUNK_DELIVERY
+
+    bin: int
+    live: bool
+    start: int
+    index: int
+    data: bytes
+
+    def __post_init__(self) -> None:
+        n = "ChunkDelivery"
+        _bin(n, self.bin)
+        _bool(n, "live", self.live)
+        _uint(n, "start", self.start, _U64)
+        if self.start < 1:
+            raise MessageError(f"{n}.start must be >= 1 (bin IDs start at 1), got {self.start}")
+        _uint(n, "index", self.index, _U8)
+        if self.index >= MAX_BATCH_SIZE:
+            raise MessageError(f"{n}.index must be in 0..{MAX_BATCH_SIZE - 1}, got {self.index}")
+        _set(self, "data", _chunk_data(n, self.data))
+
+    def __repr__(self) -> str:
+        return (
+            f"ChunkDelivery(bin={self.bin}, live={self.live}, start={self.start}, index={self.index}, "
+            f"data=<{len(self.data)} bytes>)"
+        )
+
+
+# -- retrieval ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieveRequest:
+    """Ask for the chunk at ``address``; ``hop_limit`` 0 = answer from your local store only."""
+
+    TYPE: ClassVar[MessageType] = MessageType.RETRIEVE_REQUEST
+
+    request_id: int
+    address: bytes
+    hop_limit: int
+
+    def __post_init__(self) -> None:
+        _uint("RetrieveRequest", "request_id", self.request_id, _U64)
+        _set(self, "address", _bytes("RetrieveRequest", "address", self.address, ADDRESS_SIZE))
+        _uint("RetrieveRequest", "hop_limit", self.hop_limit, _U8)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class RetrieveDelivery:
+    TYPE: ClassVar[MessageType] = MessageType.RETRIEVE_DELIVERY
+
+    request_id: int
+    data: bytes
+
+    def __post_init__(self) -> None:
+        _uint("RetrieveDelivery", "request_id", self.request_id, _U64)
+        _set(self, "data", _chunk_data("RetrieveDelivery", self.data))
+
+    def __repr__(self) -> str:
+        return f"RetrieveDelivery(request_id={self.request_id}, data=<{len(self.data)} bytes>)"
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieveFailure:
+    TYPE: ClassVar[MessageType] = MessageType.RETRIEVE_FAILURE
+
+    request_id: int
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        _uint("RetrieveFailure", "request_id", self.request_id, _U64)
+        _text("RetrieveFailure", "reason", self.reason, MAX_REASON_SIZE)
+
+
+# -- peer gossip ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PeerRecord:
+    """A signed, dialable address of a node; not a message by itself, carried in :class:`Peers`."""
+
+    network_id: int
+    host: str
+    port: int
+    public_key: bytes
+    signature: bytes
+
+    def __post_init__(self) -> None:
+        n = "PeerRecord"
+        _uint(n, "network_id", self.network_id, _U64)
+        _text(n, "host", self.host, MAX_HOST_SIZE)
+        _uint(n, "port", self.port, _U16)
+        _set(self, "public_key", _bytes(n, "public_key", self.public_key, PUBLIC_KEY_SIZE))
+        _set(self, "signature", _bytes(n, "signature", self.signature, SIGNATURE_SIZE))
+
+    @property
+    def overlay(self) -> bytes:
+        """The overlay address derived from the record's key and network ID."""
+        return overlay_address(self.public_key, self.network_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Peers:
+    TYPE: ClassVar[MessageType] = MessageType.PEERS
+
+    records: tuple[PeerRecord, ...]
+
+    def __post_init__(self) -> None:
+        records = _tuple("Peers", "records", self.records, MAX_PEER_RECORDS)
+        for i, rec in enumerate(records):
+            if not isinstance(rec, PeerRecord):
+                raise MessageError(f"Peers.records[{i}] must be a PeerRecord, got {type(rec).__name__}")
+        _set(self, "records", records)
+
+
+Message: TypeAlias = (
+    Handshake
+    | Goodbye
+    | Ping
+    | Pong
+    | CursorsRequest
+    | CursorsReply
+    | Subscribe
+    | Unsubscribe
+    | OfferedHashes
+    | WantedHashes
+    | ChunkDelivery
+    | RetrieveRequest
+    | RetrieveDelivery
+    | RetrieveFailure
+    | Peers
+)
+
+MESSAGE_CLASSES: tuple[type[Message], ...] = (
+    Handshake,
+    Goodbye,
+    Ping,
+    Pong,
+    CursorsRequest,
+    CursorsReply,
+    Subscribe,
+    Unsubscribe,
+    OfferedHashes,
+    WantedHashes,
+    ChunkDelivery,
+    RetrieveRequest,
+    RetrieveDelivery,
+    RetrieveFailure,
+    Peers,
+)
+
+
+def payload_size(msg: Message) -> int:
+    """Chunk-data bytes ``msg`` carries (the rest of its frame is protocol overhead)."""
+    if isinstance(msg, ChunkDelivery | RetrieveDelivery):
+        return len(msg.data)
+    return 0
