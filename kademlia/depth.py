@@ -1,0 +1,52 @@
+"""Neighbourhood depth and the sync rule: pure functions of per-bin counts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["neighbourhood_depth", "sync_bins"]
+
+
+def neighbourhood_depth(
+    connected_counts: Sequence[int], known_counts: Sequence[int], neighbourhood_size: int
+) -> int:
+    """The depth of a table given, for every bin 0..max_po, its connected and known peer counts.
+
+    Depth is the highest PO ``d`` such that the connected peers with bin >= ``d`` number at least
+    ``neighbourhood_size``; 0 if there are fewer connected peers than that; and never deeper than the
+    shallowest bin that has known peers but no connected peer (a bin we could still fill: until it is
+    filled, the chunks of that bin have nobody closer to send them to, so they are ours to keep).
+    """
+    if len(connected_counts) != len(known_counts):
+        raise ValueError(
+            f"connected_counts has {len(connected_counts)} bins but known_counts has {len(known_counts)}"
+        )
+    if neighbourhood_size < 1:
+        raise ValueError(f"neighbourhood_size must be at least 1, got {neighbourhood_size}")
+    depth = 0
+    total = 0
+    for po in range(len(connected_counts) - 1, -1, -1):
+        total += connected_counts[po]
+        if total >= neighbourhood_size:
+            depth = po
+            break
+    for po in range(depth):
+        if known_counts[po] > 0 and connected_counts[po] == 0:
+            return po
+    return depth
+
+
+def sync_bins(peer_po: int, depth: int, max_po: int = 31) -> list[int]:
+    """The upstream pull-index bins to sync from a peer at ``peer_po`` from us, given our ``depth``.
+
+    A peer outside our neighbourhood (``peer_po < depth``) gives us only its bin ``peer_po``: exactly the
+    chunks closer to us than to it. A neighbour (``peer_po >= depth``) gives us every bin from ``depth`` to
+    ``max_po``: the chunks of our neighbourhood.
+    """
+    if peer_po < 0:
+        raise ValueError(f"peer_po must not be negative, got {peer_po}")
+    if not 0 <= depth <= max_po:
+        raise ValueError(f"depth must be within 0..max_po={max_po}, got {depth}")
+    if peer_po < depth:
+        return [peer_po]
+    return list(range(depth, max_po + 1))

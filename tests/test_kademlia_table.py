@@ -1,0 +1,377 @@
+"""PeerTable: bins, known/connected bookkeeping, depth, saturation, the sync rule, snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kademlia import PeerTable, neighbourhood_depth, sync_bins
+from pot import Pot
+
+
+def a(bits: str) -> bytes:
+    """A 1-byte address from its 8-bit string, e.g. ``a("10000001")``."""
+    assert len(bits) == 8
+    return bytes([int(bits, 2)])
+
+
+BASE = a("00000000")
+
+
+def table_of(connected: Sequence[str] = (), known: Sequence[str] = (), **kwargs: int) -> PeerTable:
+    """A table with base 00000000: ``known`` learned first, then ``connected`` connected, in order."""
+    t = PeerTable(BASE, **kwargs)
+    for k in known:
+        t.add_known(a(k))
+    for c in connected:
+        t.connect(a(c))
+    return t
+
+
+# -- brute-force model, straight from the definitions, independent of pot.proximity ---------------
+
+
+def po_bits(x: bytes, y: bytes) -> int:
+    """Leading common bits, by comparing bit strings."""
+    xs = "".join(f"{b:08b}" for b in x)
+    ys = "".join(f"{b:08b}" for b in y)
+    n = 0
+    while n < len(xs) and xs[n] == ys[n]:
+        n += 1
+    return n
+
+
+def model_depth(base: bytes, known: set[bytes], connected: set[bytes], nsize: int, max_po: int) -> int:
+    def bin_(p: bytes) -> int:
+        return min(po_bits(base, p), max_po)
+
+    raw = max(
+        (d for d in range(max_po + 1) if sum(1 for p in connected if bin_(p) >= d) >= nsize),
+        default=0,
+    )
+    fillable = [
+        b
+        for b in range(max_po + 1)
+        if any(bin_(p) == b for p in known) and not any(bin_(p) == b for p in connected)
+    ]
+    return min([raw, *fillable])
+
+
+# -- bins and bookkeeping ----------------------------------------------------------------------------
+
+
+def test_bins_are_proximity_to_base_capped_at_max_po() -> None:
+    t = PeerTable(BASE, max_po=3)
+    assert t.bin_of(a("10000000")) == 0
+    assert t.bin_of(a("01000000")) == 1
+    assert t.bin_of(a("00100000")) == 2
+    assert t.bin_of(a("00010000")) == 3
+    assert t.bin_of(a("00000001")) == 3  # proximity 7, capped
+    assert PeerTable(BASE).bin_of(a("00000001")) == 7
+
+
+def test_bins_with_32_byte_addresses() -> None:
+    base = bytes(32)
+    t = PeerTable(base)
+    assert t.bin_of(b"\x80" + bytes(31)) == 0
+    assert t.bin_of(bytes(31) + b"\x01") == 31  # proximity 255, capped at 31
+    assert t.bin_of(bytes(3) + b"\x01" + bytes(28)) == 31
+    assert t.bin_of(bytes(3) + b"\x02" + bytes(28)) == 30
+
+
+@pytest.mark.parametrize("bad", [BASE, b"", b"\x00\x01", "x"])
+def test_base_and_wrong_length_are_rejected(bad: object) -> None:
+    t = PeerTable(BASE)
+    for op in (t.add_known, t.connect, t.bin_of, t.disconnect, t.remove_known, t.sync_bins_for):
+        with pytest.raises(ValueError):
+            op(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"neighbourhood_size": 0},
+        {"saturation": 0},
+        {"saturation": 5, "over_saturation": 4},
+        {"max_po": -1},
+    ],
+)
+def test_bad_parameters_are_rejected(kwargs: dict[str, int]) -> None:
+    with pytest.raises(ValueError):
+        PeerTable(BASE, **kwargs)
+
+
+def test_known_keeps_first_learned_order_and_connect_makes_known() -> None:
+    t = PeerTable(BASE)
+    assert t.add_known(a("11000000")) is True
+    assert t.add_known(a("10000001")) is True
+    assert t.add_known(a("11000000")) is False
+    assert t.connect(a("10000000")) is True  # learned here, last
+    assert t.connect(a("10000000")) is False
+    assert t.known(0) == [a("11000000"), a("10000001"), a("10000000")]
+    assert t.connected(0) == [a("10000000")]
+    assert t.is_known(a("10000000")) and t.is_connected(a("10000000"))
+    assert t.is_known(a("11000000")) and not t.is_connected(a("11000000"))
+    assert not t.is_known(a("01000000")) and not t.is_connected(a("01000000"))
+    assert (t.known_count(), t.connected_count()) == (3, 1)
+
+
+def test_disconnect_keeps_known_and_remove_known_forgets_and_disconnects() -> None:
+    t = table_of(connected=["10000000", "01000000"], known=["11000000"])
+    assert t.disconnect(a("10000000")) is True
+    assert t.disconnect(a("10000000")) is False
+    assert t.is_known(a("10000000")) and not t.is_connected(a("10000000"))
+    assert t.remove_known(a("01000000")) is True  # was connected
+    assert not t.is_known(a("01000000")) and not t.is_connected(a("01000000"))
+    assert a("01000000") not in t.connected_pot()
+    assert t.remove_known(a("01000000")) is False
+    assert (t.known_count(), t.connected_count()) == (2, 0)
+    # learned again: now last in its bin
+    t.add_known(a("10000000"))
+    t.remove_known(a("10000000"))
+    t.add_known(a("10000000"))
+    assert t.known(0) == [a("11000000"), a("10000000")]
+
+
+def test_known_and_connected_reject_bins_out_of_range() -> None:
+    t = PeerTable(BASE, max_po=7)
+    with pytest.raises(ValueError):
+        t.known(8)
+    with pytest.raises(ValueError):
+        t.connected(-1)
+
+
+def test_connected_pot_is_the_gap_set_with_or_without_base() -> None:
+    t = table_of(connected=["10000000", "01000000"], known=["11000000"])
+    assert t.connected_pot() == Pot.from_addresses([BASE, a("10000000"), a("01000000")])
+    assert t.connected_pot(with_base=False) == Pot.from_addresses([a("10000000"), a("01000000")])
+    t.disconnect(a("10000000"))
+    assert t.connected_pot() == Pot.from_addresses([BASE, a("01000000")])
+    assert t.connected_pot(with_base=False) == Pot.from_addresses([a("01000000")])
+    assert PeerTable(BASE).connected_pot() == Pot.from_addresses([BASE])
+    assert len(PeerTable(BASE).connected_pot(with_base=False)) == 0
+
+
+# -- depth ----------------------------------------------------------------------------------------------
+
+DEPTH_CASES = [
+    # (connected, known only, neighbourhood_size, max_po, depth)
+    pytest.param([], [], 3, 31, 0, id="empty"),
+    pytest.param([], ["10000000", "00000001"], 3, 31, 0, id="known only"),
+    pytest.param(["00000100", "00000010"], [], 3, 31, 0, id="fewer connected than neighbourhood"),
+    pytest.param(["10000000", "01000000", "00100000", "00010000"], [], 3, 31, 1, id="3 in bins>=1"),
+    pytest.param(["00010000", "00010001", "00010010", "10000000"], [], 3, 31, 3, id="three in bin 3"),
+    pytest.param(["00000001", "00000010", "00000011"], [], 3, 31, 6, id="bins 6 and 7"),
+    pytest.param(["00000001", "00000010", "00000011"], [], 1, 31, 7, id="neighbourhood of one"),
+    pytest.param(["00000001", "00000010", "00000100"], [], 3, 3, 3, id="capped at max_po"),
+    pytest.param(
+        ["00010000", "00010001", "00010010", "10000000"], ["01000000"], 3, 31, 1, id="empty bin 1 caps"
+    ),
+    pytest.param(
+        ["01000000", "01000001", "01000010"], ["10000000"], 3, 31, 0, id="empty bin 0 caps to 0"
+    ),
+    pytest.param(
+        ["00010000", "00010001", "00010010", "10000000"], ["00001000"], 3, 31, 3, id="empty deeper bin"
+    ),
+    pytest.param(
+        ["00010000", "00010001", "00010010", "10000000"], ["11000000", "00010011"], 3, 31, 3,
+        id="known in filled bins: no cap",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("connected", "known", "nsize", "max_po", "depth"), DEPTH_CASES)
+def test_depth_cases(connected: list[str], known: list[str], nsize: int, max_po: int, depth: int) -> None:
+    t = table_of(connected, known, neighbourhood_size=nsize, max_po=max_po)
+    assert t.depth() == depth
+    c = {a(x) for x in connected}
+    assert model_depth(BASE, c | {a(x) for x in known}, c, nsize, max_po) == depth
+
+
+def test_depth_follows_changes() -> None:
+    t = table_of(["00010000", "00010001", "00010010", "10000000"])
+    assert t.depth() == 3
+    t.add_known(a("01000000"))
+    assert t.depth() == 1
+    t.connect(a("01000000"))
+    assert t.depth() == 3
+    t.disconnect(a("00010010"))
+    assert t.depth() == 1  # bins >= 1 now hold 00010000, 00010001, 01000000
+    t.remove_known(a("01000000"))
+    assert t.depth() == 0  # bins >= 0 hold just three
+
+
+def test_neighbourhood_depth_checks_its_inputs() -> None:
+    with pytest.raises(ValueError):
+        neighbourhood_depth([1, 2], [1], 3)
+    with pytest.raises(ValueError):
+        neighbourhood_depth([1], [1], 0)
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["add", "connect", "disconnect", "remove"]), st.integers(0, 2**16)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    nbytes=st.sampled_from([1, 2]),
+    base_int=st.integers(0, 2**16 - 1),
+    ops=OPS,
+    nsize=st.integers(1, 5),
+    max_po=st.integers(0, 16),
+)
+def test_depth_matches_brute_force_model(
+    nbytes: int, base_int: int, ops: list[tuple[str, int]], nsize: int, max_po: int
+) -> None:
+    bits = 8 * nbytes
+    base = (base_int % 2**bits).to_bytes(nbytes)
+    t = PeerTable(base, neighbourhood_size=nsize, max_po=max_po)
+    known: set[bytes] = set()
+    connected: set[bytes] = set()
+    for op, n in ops:
+        # bias towards addresses near the base so that deep bins get populated too
+        peer = (int.from_bytes(base) ^ (n % 2**bits) >> (n % bits)).to_bytes(nbytes)
+        if peer == base:
+            continue
+        if op == "add":
+            t.add_known(peer)
+            known.add(peer)
+        elif op == "connect":
+            t.connect(peer)
+            known.add(peer)
+            connected.add(peer)
+        elif op == "disconnect":
+            t.disconnect(peer)
+            connected.discard(peer)
+        else:
+            t.remove_known(peer)
+            known.discard(peer)
+            connected.discard(peer)
+        assert t.depth() == model_depth(base, known, connected, nsize, max_po)
+    assert set(t.connected_pot(with_base=False)) == connected
+    assert set(t.connected_pot()) == connected | {base}
+    assert set(t.known_peers()) == known
+    assert set(t.connected_peers()) == connected
+    for po in range(max_po + 1):
+        assert set(t.known(po)) == {p for p in known if min(po_bits(base, p), max_po) == po}
+        assert set(t.connected(po)) == {p for p in connected if min(po_bits(base, p), max_po) == po}
+
+
+# -- saturation ---------------------------------------------------------------------------------------
+
+
+def test_saturation_counts_connected_peers_of_the_bin() -> None:
+    t = table_of(["10000000", "11000000"], ["10100000"], saturation=2, over_saturation=3)
+    assert t.is_saturated(0)
+    assert not t.is_saturated(1)
+    t.disconnect(a("11000000"))
+    assert not t.is_saturated(0)
+
+
+DEEP = ["00000001", "00000010", "00000011"]  # bins 7, 6, 6: depth 6 with neighbourhood size 3
+
+
+def test_over_saturated_drops_most_redundant_first_recomputing_after_each() -> None:
+    # bin 0: 10000000 and 10000001 are proximity 7 apart (the most redundant pair, the higher goes);
+    # then 10000000 stands alone (proximity 1 to the rest) while 11100000 and 11110000 are proximity 3
+    # apart: 11110000 goes. A ranking computed once would drop 10000000 second instead.
+    bin0 = ["10000000", "10000001", "11000000", "11100000", "11110000"]
+    t = table_of(bin0 + DEEP, saturation=2, over_saturation=3)
+    assert t.depth() == 6
+    assert t.over_saturated() == [a("10000001"), a("11110000")]
+
+
+def test_over_saturated_ties_go_to_the_higher_address_and_shallow_bins_first() -> None:
+    bin0 = ["10000000", "10100000", "11000000", "11100000"]  # pairwise proximity 1 or 2: 10.. and 11..
+    bin1 = ["01000000", "01000001", "01100000"]
+    t = table_of(bin0 + bin1 + DEEP, saturation=1, over_saturation=2)
+    assert t.depth() == 6
+    # bin 0: all four have redundancy 2, the highest goes (11100000); then 10000000/10100000 are
+    # redundancy 2, 11000000 has 1: 10100000 goes. bin 1: 01000001 (7, higher of the pair).
+    assert t.over_saturated() == [a("11100000"), a("10100000"), a("01000001")]
+    for p in t.over_saturated():
+        t.disconnect(p)
+    assert t.depth() == 6
+    assert t.over_saturated() == []
+
+
+def test_over_saturated_spares_bins_at_or_below_the_limit_and_the_neighbourhood() -> None:
+    # 4 connected in bin 0 with over_saturation 4: nothing to drop
+    t = table_of(["10000000", "10000001", "10000010", "10000011", *DEEP], saturation=2, over_saturation=4)
+    assert t.over_saturated() == []
+    # a crowded neighbourhood (bins >= depth) is never over-saturated
+    crowded = [f"{i:08b}" for i in range(1, 16)]  # bins 4..7
+    t = table_of(crowded, saturation=1, over_saturation=1, neighbourhood_size=15)
+    assert t.depth() == 4
+    assert t.over_saturated() == []
+    t = table_of(crowded, saturation=1, over_saturation=1, neighbourhood_size=3)
+    assert t.depth() == 6
+    dropped = t.over_saturated()
+    assert len(dropped) == (8 - 1) + (4 - 1)  # bins 4 and 5 trimmed to one peer each
+    assert all(t.bin_of(p) < 6 for p in dropped)
+
+
+# -- sync rule --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("peer_po", "depth", "max_po", "bins"),
+    [
+        (0, 3, 31, [0]),
+        (2, 3, 31, [2]),
+        (3, 3, 31, list(range(3, 32))),
+        (5, 3, 31, list(range(3, 32))),
+        (0, 0, 31, list(range(32))),
+        (7, 5, 7, [5, 6, 7]),
+        (4, 5, 7, [4]),
+    ],
+)
+def test_sync_bins(peer_po: int, depth: int, max_po: int, bins: list[int]) -> None:
+    assert sync_bins(peer_po, depth, max_po) == bins
+
+
+def test_sync_bins_default_max_po_is_31() -> None:
+    assert sync_bins(9, 8) == list(range(8, 32))
+
+
+@pytest.mark.parametrize(("peer_po", "depth", "max_po"), [(-1, 0, 31), (0, -1, 31), (0, 32, 31)])
+def test_sync_bins_rejects_bad_arguments(peer_po: int, depth: int, max_po: int) -> None:
+    with pytest.raises(ValueError):
+        sync_bins(peer_po, depth, max_po)
+
+
+def test_sync_bins_for_uses_the_tables_depth() -> None:
+    t = table_of(["00010000", "00010001", "00010010", "10000000"], max_po=7)
+    assert t.depth() == 3
+    assert t.sync_bins_for(a("10000000")) == [0]  # a far peer: only the chunks closer to us
+    assert t.sync_bins_for(a("01000000")) == [1]
+    assert t.sync_bins_for(a("00010001")) == [3, 4, 5, 6, 7]  # a neighbour: the whole neighbourhood
+    assert t.sync_bins_for(a("00000001")) == [3, 4, 5, 6, 7]
+
+
+# -- snapshot -------------------------------------------------------------------------------------------
+
+
+def test_snapshot_summarises_bins() -> None:
+    t = table_of(["10000000", "00010000", "00010001", "00010010"], ["11000000", "01000000"], max_po=7)
+    snap = t.snapshot()
+    assert snap.depth == t.depth() == 1
+    assert snap.base == BASE
+    assert len(snap.bins) == 8
+    assert [(b.po, b.known, b.connected) for b in snap.bins[:4]] == [
+        (0, 2, 1),
+        (1, 1, 0),
+        (2, 0, 0),
+        (3, 3, 3),
+    ]
+    assert snap.bins[3].connected_peers == (a("00010000"), a("00010001"), a("00010010"))
+    assert (snap.known, snap.connected) == (6, 4)
+    d = snap.to_dict()
+    assert d["depth"] == 1 and d["known"] == 6 and d["connected"] == 4
+    assert d["bins"][0] == {"po": 0, "known": 2, "connected": 1, "connected_peers": ["80"]}  # type: ignore[index]
+    t.connect(a("01000000"))
+    assert snap.bins[1].connected == 0  # a snapshot does not change with the table
+    with pytest.raises(AttributeError):
+        snap.depth = 5  # type: ignore[misc]
