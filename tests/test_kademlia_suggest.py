@@ -92,8 +92,8 @@ def test_seed_first_takes_the_first_callable_but_gap_covers_the_biggest_gap() ->
     assert candidates == [a("10000001"), a("11000000")]
     assert FIRST.pick(t, 0, candidates) == a("10000001")
     assert GAP.pick(t, 0, candidates) == a("11000000")
-    assert GapStrategy.key(t.connected_pot(), a("11000000"))[0] == 1
-    assert GapStrategy.key(t.connected_pot(), a("10000001"))[0] == 7
+    assert GapStrategy.key(t.connected_pot(), a("11000000")) == 1
+    assert GapStrategy.key(t.connected_pot(), a("10000001")) == 7
     # picking 10000001 would leave the biggest gap of bin 0 at po 1, 11xxxxxx
     after_first = t.connected_pot().add(a("10000001"))
     gap = after_first.biggest_address_gap(BIN0, 1)
@@ -117,8 +117,8 @@ def test_seed_the_furthest_candidate_covers_the_bigger_gap() -> None:
     t = table_of(["10000000"], ["10000001", "10010000"])
     pot = t.connected_pot()
     assert GAP.pick(t, 0, candidates_in(t, 0)) == a("10010000")
-    assert GapStrategy.key(pot, a("10010000"))[0] == 3
-    assert GapStrategy.key(pot, a("10000001"))[0] == 7
+    assert GapStrategy.key(pot, a("10010000")) == 3
+    assert GapStrategy.key(pot, a("10000001")) == 7
     assert FIRST.pick(t, 0, candidates_in(t, 0)) == a("10000001")
 
 
@@ -137,7 +137,7 @@ def test_seed_fig3_01_is_hotter_than_11() -> None:
     assert TemperatureStrategy.key(pot, in_11)[0] == -Fraction(1, 8)  # served by 2
     assert min([in_11, in_01], key=lambda c: TemperatureStrategy.key(pot, c)) == in_01
     # size alone cannot tell them apart: both gaps have po 1
-    assert GapStrategy.key(pot, in_01)[0] == GapStrategy.key(pot, in_11)[0] == 1
+    assert GapStrategy.key(pot, in_01) == GapStrategy.key(pot, in_11) == 1
 
 
 def test_temperature_prefers_a_hotter_smaller_gap_in_a_bin() -> None:
@@ -147,24 +147,29 @@ def test_temperature_prefers_a_hotter_smaller_gap_in_a_bin() -> None:
     candidates = candidates_in(t, 0)
     assert GAP.pick(t, 0, candidates) == a("10100000")
     assert TEMPERATURE.pick(t, 0, candidates) == a("11010000")
-    assert TEMPERATURE.pick(t, 0, [*candidates, a("11110000")]) == a("11010000")  # 1/16 tie: lower address
+    # 1/16 tie at the same po: the first learned, in either order
+    assert TEMPERATURE.pick(t, 0, [*candidates, a("11110000")]) == a("11010000")
+    assert TEMPERATURE.pick(t, 0, [a("11110000"), *candidates]) == a("11110000")
 
 
-def test_temperature_ties_go_to_the_lower_po_then_the_lower_address() -> None:
+def test_temperature_ties_go_to_the_lower_po_then_the_first_learned() -> None:
     # 111xxxxx (po 2) served by 11000000 and 11000001: 1/16; 1001xxxx (po 3) served by 10000000: 1/16
     t = table_of(["10000000", "10100000", "11000000", "11000001"], ["10010000", "11100000"])
     candidates = candidates_in(t, 0)
     pot = t.connected_pot()
-    assert TemperatureStrategy.key(pot, a("10010000"))[:2] == (-Fraction(1, 16), 3)
-    assert TemperatureStrategy.key(pot, a("11100000"))[:2] == (-Fraction(1, 16), 2)
+    assert TemperatureStrategy.key(pot, a("10010000")) == (-Fraction(1, 16), 3)
+    assert TemperatureStrategy.key(pot, a("11100000")) == (-Fraction(1, 16), 2)
     assert TEMPERATURE.pick(t, 0, candidates) == a("11100000")
-    # same temperature and po: the lower address
-    assert TEMPERATURE.pick(t, 0, [a("10110000"), a("10010000")]) == a("10010000")
-    assert GAP.pick(t, 0, [a("10110000"), a("10010000")]) == a("10010000")
+    # same temperature and po: the first learned
+    assert TEMPERATURE.pick(t, 0, [a("10110000"), a("10010000")]) == a("10110000")
+    assert TEMPERATURE.pick(t, 0, [a("10010000"), a("10110000")]) == a("10010000")
+    assert GAP.pick(t, 0, [a("10110000"), a("10010000")]) == a("10110000")
 
 
-def test_gap_ties_go_to_the_lowest_address() -> None:
+def test_gap_ties_go_to_the_first_learned() -> None:
     t = table_of(["10000000", "11000000"], ["11100000", "10100000"])
+    assert GAP.pick(t, 0, candidates_in(t, 0)) == a("11100000")
+    t = table_of(["10000000", "11000000"], ["10100000", "11100000"])
     assert GAP.pick(t, 0, candidates_in(t, 0)) == a("10100000")
 
 
@@ -240,11 +245,13 @@ def test_gap_and_temperature_picks_match_brute_force(case: tuple[PeerTable, int,
 
     pot = t.connected_pot()
     for c, (p, serving, size) in truth.items():
-        assert GapStrategy.key(pot, c) == (p, c)
-        assert TemperatureStrategy.key(pot, c) == (-size / serving, p, c)
+        assert GapStrategy.key(pot, c) == p
+        assert TemperatureStrategy.key(pot, c) == (-size / serving, p)
 
-    expect_gap = min(candidates, key=lambda c: (truth[c][0], c))
-    expect_temp = min(candidates, key=lambda c: (-truth[c][2] / truth[c][1], truth[c][0], c))
+    # ties: the first in candidate (first-learned) order
+    order = {c: i for i, c in enumerate(candidates)}
+    expect_gap = min(candidates, key=lambda c: (truth[c][0], order[c]))
+    expect_temp = min(candidates, key=lambda c: (-truth[c][2] / truth[c][1], truth[c][0], order[c]))
     assert GAP.pick(t, po, candidates) == expect_gap
     assert TEMPERATURE.pick(t, po, candidates) == expect_temp
     assert FIRST.pick(t, po, candidates) == candidates[0]
