@@ -316,6 +316,7 @@ class FrameDecoder:
         self._failure: RemoteProtocolError | None = None
         self.frames_decoded = 0
         self.bytes_decoded = 0
+        self.last_frame_size = 0  # wire size of the message next_message() returned last
 
     @property
     def buffered_bytes(self) -> int:
@@ -380,6 +381,7 @@ class FrameDecoder:
             raise
         self.frames_decoded += 1
         self.bytes_decoded += end
+        self.last_frame_size = end
         return msg
 
     def receive_eof(self) -> None:

@@ -17,7 +17,15 @@ class ProtocolError(Exception):
 
 
 class RemoteProtocolError(ProtocolError):
-    """The remote peer violated the wire protocol; the message says how."""
+    """The remote peer violated the wire protocol; the message says how.
+
+    ``code`` is the Goodbye code to close the connection with (PROTOCOL_ERROR, 1, unless a more
+    specific one applies, e.g. INVALID_CHUNK or UNSOLICITED_DELIVERY).
+    """
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class LocalProtocolError(ProtocolError):

@@ -1,0 +1,373 @@
+"""A handshaken peer connection: framed messages in, a priority outbox out, bytes accounted.
+
+The trio shell around the sans-IO codec. One reader task decodes frames and hands each message
+to the node's handler; one writer task drains the outbox, most urgent first, coalescing what is
+queued into one write. The handler runs inside the reader, so it must not wait on this
+connection's own outbox (that could deadlock two peers whose outboxes are both full): it answers
+with `send_nowait` or hands the work to a task started with `start_soon`.
+
+A connection ends for one of three reasons, reported by `run()` as a `Disconnect`: the peer
+closed it (EOF or its Goodbye), we closed it (`close`), or the peer broke the protocol (any
+`RemoteProtocolError` from the codec, the handler or a connection task), in which case we send a
+Goodbye naming the violation before closing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from streamer.codec import FrameDecoder, encode
+from streamer.errors import RemoteProtocolError
+from streamer.identity import HandshakeError, verify_handshake
+from streamer.messages import (
+    PROTOCOL_VERSION,
+    Goodbye,
+    GoodbyeCode,
+    Handshake,
+    Message,
+    payload_size,
+)
+from streamer.outbox import Priority, PriorityOutbox
+
+log = logging.getLogger(__name__)
+
+HANDSHAKE_TIMEOUT = 10.0
+GOODBYE_TIMEOUT = 2.0
+RECEIVE_SIZE = 65536
+MAX_WRITE = 256 * 1024  # bytes coalesced into one send_all
+
+MessageHandler = Callable[[Message], Awaitable[None]]
+
+
+class HandshakeFailed(Exception):
+    """The handshake did not complete; `by` says which side refused ("local" or "remote")."""
+
+    def __init__(self, reason: str, code: int, by: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+        self.by = by
+
+
+@dataclass(frozen=True)
+class Disconnect:
+    """Why a connection ended."""
+
+    by: str  # "local" or "remote"
+    code: int
+    reason: str
+    violation: bool = False  # the remote broke the protocol
+
+
+@dataclass
+class ConnectionStatistics:
+    messages_in: int = 0
+    messages_out: int = 0
+    payload_bytes_in: int = 0
+    protocol_bytes_in: int = 0
+    payload_bytes_out: int = 0
+    protocol_bytes_out: int = 0
+
+
+async def handshake(
+    stream: trio.abc.Stream,
+    local: Handshake,
+    *,
+    network_id: int,
+    version: int = PROTOCOL_VERSION,
+    outbound: bool,
+    timeout: float = HANDSHAKE_TIMEOUT,
+    outbox_capacity: int = 64,
+) -> PeerConnection:
+    """Exchange and verify handshakes on a fresh stream; returns the connection, ready to `run`.
+
+    On failure the stream is closed (after a Goodbye saying why, if we refused) and
+    `HandshakeFailed` is raised.
+    """
+    decoder = FrameDecoder()
+    try:
+        with trio.fail_after(timeout):
+            remote = await _exchange(stream, local, decoder)
+            if remote.overlay == local.overlay:
+                raise HandshakeError("connected to ourselves", GoodbyeCode.DUPLICATE_CONNECTION)
+            verify_handshake(remote, network_id=network_id, version=version)
+    except HandshakeError as exc:
+        await _refuse(stream, exc.code, str(exc))
+        raise HandshakeFailed(str(exc), int(exc.code), by="local") from exc
+    except RemoteProtocolError as exc:
+        await _refuse(stream, exc.code, f"bad handshake: {exc}")
+        raise HandshakeFailed(f"bad handshake: {exc}", exc.code, by="local") from exc
+    except trio.TooSlowError:
+        await _refuse(stream, GoodbyeCode.BAD_HANDSHAKE, f"no handshake within {timeout:g}s")
+        raise HandshakeFailed(
+            f"no handshake within {timeout:g}s", GoodbyeCode.BAD_HANDSHAKE, "local"
+        ) from None
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        await _close_quietly(stream)
+        raise HandshakeFailed(
+            f"connection lost during handshake: {exc}", GoodbyeCode.NORMAL, "remote"
+        ) from exc
+    except HandshakeFailed:
+        await _close_quietly(stream)
+        raise
+    return PeerConnection(
+        stream, remote, local, outbound=outbound, decoder=decoder, outbox_capacity=outbox_capacity
+    )
+
+
+async def _exchange(stream: trio.abc.Stream, local: Handshake, decoder: FrameDecoder) -> Handshake:
+    """Send ours while receiving theirs: a peer may not read before it has sent its own."""
+    outcome: dict[str, Any] = {}
+
+    async def send() -> None:
+        try:
+            await stream.send_all(encode(local))
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            outcome.setdefault("error", exc)
+
+    async def receive() -> None:
+        try:
+            outcome["remote"] = await _receive_handshake(stream, decoder)
+        except Exception as exc:
+            outcome["error"] = exc  # the receiver's error explains more than the sender's
+            nursery.cancel_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(send)
+        nursery.start_soon(receive)
+    if "remote" in outcome:
+        remote: Handshake = outcome["remote"]
+        return remote
+    error = outcome.get("error")
+    if error is None:
+        raise trio.TooSlowError  # both were cancelled from outside
+    raise error
+
+
+async def _receive_handshake(stream: trio.abc.Stream, decoder: FrameDecoder) -> Handshake:
+    while True:
+        msg = decoder.next_message()
+        if msg is not None:
+            if isinstance(msg, Handshake):
+                return msg
+            if isinstance(msg, Goodbye):
+                raise HandshakeFailed(
+                    f"peer refused the handshake: {msg.reason or 'no reason given'}", int(msg.code), "remote"
+                )
+            raise RemoteProtocolError(f"expected a handshake first, got {type(msg).__name__}")
+        data = await stream.receive_some(RECEIVE_SIZE)
+        if not data:
+            decoder.receive_eof()
+            raise HandshakeFailed(
+                "peer closed the connection during the handshake", GoodbyeCode.NORMAL, "remote"
+            )
+        decoder.receive_data(data)
+
+
+async def _refuse(stream: trio.abc.Stream, code: int, reason: str) -> None:
+    """Best effort: tell the peer why, then close."""
+    with trio.move_on_after(GOODBYE_TIMEOUT), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        await stream.send_all(encode(Goodbye(code=code, reason=_clip(reason))))
+    await _close_quietly(stream)
+
+
+async def _close_quietly(stream: trio.abc.Stream) -> None:
+    with trio.CancelScope(shield=True), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        await stream.aclose()
+
+
+def _clip(reason: str, limit: int = 1000) -> str:
+    data = reason.encode()
+    return reason if len(data) <= limit else data[:limit].decode(errors="ignore")
+
+
+class PeerConnection:
+    """One live, handshaken connection to a peer."""
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        remote: Handshake,
+        local: Handshake,
+        *,
+        outbound: bool,
+        decoder: FrameDecoder | None = None,
+        outbox_capacity: int = 64,
+    ) -> None:
+        self.remote = remote
+        self.local = local
+        self.outbound = outbound
+        self.stats = ConnectionStatistics()
+        self._stream = stream
+        self._decoder = decoder or FrameDecoder()
+        self._outbox: PriorityOutbox[Message] = PriorityOutbox(outbox_capacity)
+        self._disconnect: Disconnect | None = None
+        self._scope: trio.CancelScope | None = None
+        self._nursery: trio.Nursery | None = None
+        self._closed = trio.Event()
+
+    @property
+    def overlay(self) -> bytes:
+        return self.remote.overlay
+
+    @property
+    def closed(self) -> bool:
+        return self._disconnect is not None
+
+    def __repr__(self) -> str:
+        direction = "out" if self.outbound else "in"
+        return f"<PeerConnection {self.overlay.hex()[:12]} {direction}>"
+
+    # -- sending -----------------------------------------------------------------------------
+
+    async def send(self, msg: Message, priority: Priority = Priority.RETRIEVAL) -> None:
+        """Queue `msg`, waiting while its priority class is full (backpressure).
+
+        Raises trio.ClosedResourceError once the connection is closing.
+        """
+        await self._outbox.put(msg, priority)
+
+    def send_nowait(self, msg: Message, priority: Priority = Priority.RETRIEVAL) -> None:
+        """Queue `msg` or raise trio.WouldBlock (class full) / trio.ClosedResourceError."""
+        self._outbox.put_nowait(msg, priority)
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run a task for as long as the connection lives; a RemoteProtocolError in it drops the peer."""
+        if self._nursery is None:
+            raise RuntimeError("start_soon() before run()")
+        self._nursery.start_soon(self._guarded, fn, *args)
+
+    async def _guarded(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        try:
+            await fn(*args)
+        except RemoteProtocolError as exc:
+            self.close(exc.code, str(exc), violation=True)
+        except trio.ClosedResourceError:
+            pass  # the connection closed under the task
+
+    def close(self, code: int = GoodbyeCode.NORMAL, reason: str = "", *, violation: bool = False) -> None:
+        """Close from our side: drop what is queued, send a Goodbye, end `run()`.
+
+        Idempotent; the first reason wins.
+        """
+        if self._disconnect is not None:
+            return
+        self._disconnect = Disconnect("local", int(code), reason, violation)
+        self._outbox.clear()
+        with suppress(trio.WouldBlock, trio.ClosedResourceError):
+            self._outbox.put_nowait(Goodbye(code=code, reason=_clip(reason)), Priority.RETRIEVAL)
+        self._outbox.close()
+        if self._scope is not None:
+            self._scope.deadline = min(self._scope.deadline, trio.current_time() + GOODBYE_TIMEOUT)
+
+    async def wait_closed(self) -> Disconnect:
+        await self._closed.wait()
+        assert self._disconnect is not None
+        return self._disconnect
+
+    async def run(self, handler: MessageHandler) -> Disconnect:
+        """Read and write until the connection ends; returns why it ended."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._scope = nursery.cancel_scope
+                self._nursery = nursery
+                if self._disconnect is not None:  # closed before it started
+                    self._scope.deadline = trio.current_time() + GOODBYE_TIMEOUT
+                nursery.start_soon(self._write_loop)
+                nursery.start_soon(self._read_loop, handler)
+        finally:
+            self._nursery = None
+            if self._disconnect is None:
+                self._disconnect = Disconnect("local", GoodbyeCode.SHUTDOWN, "cancelled")
+            self._outbox.close()
+            self._outbox.clear()
+            await _close_quietly(self._stream)
+            self._closed.set()
+        return self._disconnect
+
+    def _ended(self, disconnect: Disconnect) -> None:
+        if self._disconnect is None:
+            self._disconnect = disconnect
+        self._outbox.close()
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _read_loop(self, handler: MessageHandler) -> None:
+        decoder, stats = self._decoder, self.stats
+        try:
+            while self._disconnect is None:
+                msg = decoder.next_message()
+                if msg is None:
+                    data = await self._stream.receive_some(RECEIVE_SIZE)
+                    if not data:
+                        decoder.receive_eof()
+                        self._ended(Disconnect("remote", GoodbyeCode.NORMAL, "peer closed the connection"))
+                        return
+                    decoder.receive_data(data)
+                    continue
+                size = decoder.last_frame_size
+                payload = payload_size(msg)
+                stats.messages_in += 1
+                stats.payload_bytes_in += payload
+                stats.protocol_bytes_in += size - payload
+                if isinstance(msg, Goodbye):
+                    self._ended(Disconnect("remote", int(msg.code), msg.reason))
+                    return
+                await handler(msg)
+        except RemoteProtocolError as exc:
+            log.warning("%r broke the protocol: %s", self, exc)
+            self.close(exc.code, str(exc), violation=True)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self._ended(
+                Disconnect("remote", GoodbyeCode.NORMAL, f"connection lost: {exc or type(exc).__name__}")
+            )
+
+    async def _write_loop(self) -> None:
+        outbox, stats = self._outbox, self.stats
+        try:
+            while True:
+                try:
+                    msg = await outbox.get()
+                except trio.EndOfChannel:
+                    break
+                frames = []
+                size = 0
+                while True:
+                    frame = encode(msg)
+                    frames.append(frame)
+                    size += len(frame)
+                    payload = payload_size(msg)
+                    stats.messages_out += 1
+                    stats.payload_bytes_out += payload
+                    stats.protocol_bytes_out += len(frame) - payload
+                    if size >= MAX_WRITE:
+                        break
+                    try:
+                        msg = outbox.get_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                await self._stream.send_all(frames[0] if len(frames) == 1 else b"".join(frames))
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self._ended(
+                Disconnect("remote", GoodbyeCode.NORMAL, f"connection lost: {exc or type(exc).__name__}")
+            )
+            return
+        # the outbox was closed and drained: our Goodbye (if any) is out
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "overlay": self.overlay.hex(),
+            "outbound": self.outbound,
+            **vars(self.stats),
+            "outbox": vars(self._outbox.statistics()),
+        }
