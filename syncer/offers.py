@@ -33,9 +33,7 @@ class Offer:
 class StreamOffers:
     """Offer bookkeeping for one subscription on the upstream."""
 
-    def __init__(
-        self, bin: int, live: bool, start: int, end: int, *, window: int = DEFAULT_WINDOW
-    ) -> None:
+    def __init__(self, bin: int, live: bool, start: int, end: int, *, window: int = DEFAULT_WINDOW) -> None:
         if start < 1:
             raise ValueError(f"stream start must be >= 1, got {start}")
         if live and end != 0:
@@ -96,9 +94,7 @@ class StreamOffers:
         """Close the offer `[start, end]`; returns the (index, address) pairs to deliver."""
         offer = self._open.get(start)
         if offer is None or offer.end != end:
-            raise UnexpectedWant(
-                f"want for bin {self.bin} range [{start}, {end}] answers no open offer"
-            )
+            raise UnexpectedWant(f"want for bin {self.bin} range [{start}, {end}] answers no open offer")
         bad = [i for i in wanted if not 0 <= i < len(offer.hashes)]
         if bad:
             raise UnexpectedWant(
