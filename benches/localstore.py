@@ -1,0 +1,61 @@
+"""LocalStore write speed: put one by one vs put_many in batches, both including verification.
+
+Makes ``--chunks`` random full 4 KiB chunks in advance, stores them into a fresh temporary store
+with put(), and again into another fresh store with put_many() in batches of ``--batch``; prints
+one JSON line: {"chunks", "puts_per_s", "put_many_per_s", "verify_per_s", "batch", "backend"}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+from localstore import KECCAK_BACKEND, Chunk, LocalStore
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--chunks", type=int, default=100_000, help="chunks to store (default 100000)")
+    parser.add_argument("--batch", type=int, default=128, help="put_many batch size (default 128)")
+    args = parser.parse_args()
+    chunks = [Chunk.from_payload(os.urandom(4096)) for _ in range(args.chunks)]
+    overlay = os.urandom(32)
+
+    started = time.perf_counter()
+    for chunk in chunks:
+        chunk.verify()
+    verify_s = time.perf_counter() - started
+
+    with tempfile.TemporaryDirectory(prefix="bench-localstore-") as tmp:
+        with LocalStore(os.path.join(tmp, "put"), overlay) as store:
+            started = time.perf_counter()
+            for chunk in chunks:
+                store.put(chunk)
+            put_s = time.perf_counter() - started
+            assert len(store) == len(chunks)
+        with LocalStore(os.path.join(tmp, "put_many"), overlay) as store:
+            started = time.perf_counter()
+            for i in range(0, len(chunks), args.batch):
+                store.put_many(chunks[i : i + args.batch])
+            put_many_s = time.perf_counter() - started
+            assert len(store) == len(chunks)
+
+    print(
+        json.dumps(
+            {
+                "chunks": len(chunks),
+                "puts_per_s": round(len(chunks) / put_s),
+                "put_many_per_s": round(len(chunks) / put_many_s),
+                "verify_per_s": round(len(chunks) / verify_s),
+                "batch": args.batch,
+                "backend": KECCAK_BACKEND,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
