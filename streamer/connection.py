@@ -15,6 +15,7 @@ Goodbye naming the violation before closing.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -67,12 +68,16 @@ class Disconnect:
 
 @dataclass
 class ConnectionStatistics:
+    """Traffic of one connection; `*_at` are wall-clock times of the last message each way."""
+
     messages_in: int = 0
     messages_out: int = 0
     payload_bytes_in: int = 0
     protocol_bytes_in: int = 0
     payload_bytes_out: int = 0
     protocol_bytes_out: int = 0
+    last_in_at: float | None = None
+    last_out_at: float | None = None
 
 
 async def handshake(
@@ -210,6 +215,7 @@ class PeerConnection:
         self._disconnect: Disconnect | None = None
         self._scope: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
+        self._pending: list[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...]]] = []
         self._closed = trio.Event()
 
     @property
@@ -240,9 +246,14 @@ class PeerConnection:
     # -- lifetime ----------------------------------------------------------------------------
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Run a task for as long as the connection lives; a RemoteProtocolError in it drops the peer."""
+        """Run a task for as long as the connection lives; a RemoteProtocolError in it drops the peer.
+
+        Called before `run()`, the task starts when `run()` does.
+        """
         if self._nursery is None:
-            raise RuntimeError("start_soon() before run()")
+            if self._disconnect is None:
+                self._pending.append((fn, args))
+            return
         self._nursery.start_soon(self._guarded, fn, *args)
 
     async def _guarded(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
@@ -283,6 +294,9 @@ class PeerConnection:
                     self._scope.deadline = trio.current_time() + GOODBYE_TIMEOUT
                 nursery.start_soon(self._write_loop)
                 nursery.start_soon(self._read_loop, handler)
+                pending, self._pending = self._pending, []
+                for fn, args in pending:
+                    nursery.start_soon(self._guarded, fn, *args)
         finally:
             self._nursery = None
             if self._disconnect is None:
@@ -318,6 +332,7 @@ class PeerConnection:
                 stats.messages_in += 1
                 stats.payload_bytes_in += payload
                 stats.protocol_bytes_in += size - payload
+                stats.last_in_at = time.time()
                 if isinstance(msg, Goodbye):
                     self._ended(Disconnect("remote", int(msg.code), msg.reason))
                     return
@@ -355,6 +370,7 @@ class PeerConnection:
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                 await self._stream.send_all(frames[0] if len(frames) == 1 else b"".join(frames))
+                stats.last_out_at = time.time()
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self._ended(
                 Disconnect("remote", GoodbyeCode.NORMAL, f"connection lost: {exc or type(exc).__name__}")

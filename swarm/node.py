@@ -1,0 +1,315 @@
+"""The node: one process, one trio nursery, a few services composed in one place.
+
+State lives under one data directory: `node.key` (the identity, kept when the store is wiped),
+`localstore/` (the LevelDB chunk store, pull index and sync state) and `node.json` (the ports
+chosen at start-up, for scripts). Services: the TCP listener and the diallers (with handshake),
+one `Peer` per connection (streamer connection, upstream server, puller, retrieve requests), the
+node-wide `Puller`, `Retrieval` and the HTTP API.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from localstore import LocalStore
+from pot import proximity
+from streamer.connection import HandshakeFailed, PeerConnection, handshake
+from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
+from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Peers
+from swarm.peer import Peer
+from swarm.retrieval import Retrieval
+from syncer.downstream import Puller, PullerConfig, SyncPolicy, sync_every_bin
+from syncer.stats import COUNTERS
+
+log = logging.getLogger(__name__)
+
+MAX_PO = 31
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """Everything a node needs to start. Port 0 picks a free port."""
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    api_host: str = "127.0.0.1"
+    api_port: int | None = 0  # None: no HTTP API
+    peers: tuple[tuple[str, int], ...] = ()
+    network_id: int = 1
+    live_idle: float = 0.05
+    retrieve_timeout: float = 10.0
+    redial_min: float = 0.5
+    redial_max: float = 30.0
+    puller: PullerConfig = field(default_factory=PullerConfig)
+
+
+class Node:
+    """A running node. Start it with `await nursery.start(node.run)`."""
+
+    def __init__(self, config: NodeConfig, *, sync_policy: SyncPolicy = sync_every_bin) -> None:
+        self.config = config
+        self.sync_policy = sync_policy
+        self.data_dir = Path(config.data_dir)
+        self.identity: NodeIdentity | None = None
+        self.overlay = b""
+        self._store: LocalStore | None = None
+        self._puller: Puller | None = None
+        self.retrieval = Retrieval(self)
+        self.peers: dict[bytes, Peer] = {}
+        self.p2p_port = 0
+        self.api_port: int | None = None
+        self.started_at = time.time()
+        self._nursery: trio.Nursery | None = None
+        self._traffic: dict[bytes, dict[str, int]] = {}  # byte counters of past connections
+        self.connections_refused = 0
+        self.violations = 0
+
+    # -- composition --------------------------------------------------------------------------
+
+    @property
+    def store(self) -> LocalStore:
+        if self._store is None:
+            raise RuntimeError("node is not running")
+        return self._store
+
+    @property
+    def puller(self) -> Puller:
+        if self._puller is None:
+            raise RuntimeError("node is not running")
+        return self._puller
+
+    def depth(self) -> int:
+        return 0
+
+    async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run until cancelled; reports readiness (ports bound, node.json written) via task_status."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.identity = load_or_create_identity(self.data_dir / "node.key")
+        self.overlay = self.identity.overlay(self.config.network_id)
+        self._store = LocalStore(self.data_dir / "localstore", self.overlay)
+        self._puller = Puller(self._store, config=self.config.puller)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                listeners = await nursery.start(
+                    partial(trio.serve_tcp, self._accept, self.config.port, host=self.config.host)
+                )
+                self.p2p_port = listeners[0].socket.getsockname()[1]
+                if self.config.api_port is not None:
+                    from swarm.api import serve_api
+
+                    self.api_port = await nursery.start(
+                        serve_api, self, self.config.api_host, self.config.api_port
+                    )
+                for host, port in self.config.peers:
+                    nursery.start_soon(self.keep_connected, host, port)
+                self._write_node_json()
+                log.info(
+                    "node %s listening on %s:%d, API %s",
+                    self.overlay.hex(),
+                    self.config.host,
+                    self.p2p_port,
+                    f"http://{self.config.api_host}:{self.api_port}" if self.api_port else "off",
+                )
+                task_status.started(self)
+        finally:
+            with trio.CancelScope(shield=True):
+                for peer in list(self.peers.values()):
+                    peer.conn.close(GoodbyeCode.SHUTDOWN, "node shutting down")
+            self._nursery = None
+            self._store.close()
+
+    def _write_node_json(self) -> None:
+        info = {
+            "overlay": self.overlay.hex(),
+            "p2p_port": self.p2p_port,
+            "api_port": self.api_port,
+            "pid": os.getpid(),
+        }
+        tmp = self.data_dir / "node.json.tmp"
+        tmp.write_text(json.dumps(info) + "\n")
+        tmp.replace(self.data_dir / "node.json")
+
+    def _local_handshake(self) -> Any:
+        assert self.identity is not None
+        return make_handshake(
+            self.identity,
+            version=PROTOCOL_VERSION,
+            network_id=self.config.network_id,
+            epoch=self.store.epoch,
+            host=self.config.host,
+            port=self.p2p_port,
+        )
+
+    # -- connections --------------------------------------------------------------------------
+
+    async def _accept(self, stream: trio.SocketStream) -> None:
+        await self._session(stream, outbound=False)
+
+    async def connect(self, host: str, port: int) -> PeerConnection:
+        """Dial once and run the session in the background; returns when the handshake is done."""
+        assert self._nursery is not None
+        stream = await trio.open_tcp_stream(host, port)
+        conn = await self._handshake(stream, outbound=True)
+        ready = trio.Event()
+        self._nursery.start_soon(self._run_session, conn, ready)
+        await ready.wait()
+        return conn
+
+    async def keep_connected(self, host: str, port: int) -> None:
+        """Dial a peer and re-dial with exponential backoff whenever the connection goes away."""
+        delay = self.config.redial_min
+        while True:
+            began = trio.current_time()
+            try:
+                stream = await trio.open_tcp_stream(host, port)
+                conn = await self._handshake(stream, outbound=True)
+                await self._run_session(conn)
+            except (OSError, HandshakeFailed) as exc:
+                log.info("dial %s:%d failed: %s", host, port, exc)
+            if trio.current_time() - began > 10 * self.config.redial_min:
+                delay = self.config.redial_min
+            await trio.sleep(delay)
+            delay = min(delay * 2, self.config.redial_max)
+
+    async def _handshake(self, stream: trio.abc.Stream, *, outbound: bool) -> PeerConnection:
+        try:
+            return await handshake(
+                stream, self._local_handshake(), network_id=self.config.network_id, outbound=outbound
+            )
+        except HandshakeFailed as exc:
+            self.connections_refused += 1
+            log.warning("handshake %s failed (%s): %s", "out" if outbound else "in", exc.by, exc.reason)
+            raise
+
+    async def _session(self, stream: trio.abc.Stream, *, outbound: bool) -> None:
+        try:
+            conn = await self._handshake(stream, outbound=outbound)
+        except HandshakeFailed:
+            return
+        await self._run_session(conn)
+
+    async def _run_session(self, conn: PeerConnection, ready: trio.Event | None = None) -> None:
+        """Register the peer, run its connection until it ends, clean up after it."""
+        overlay = conn.overlay
+        existing = self.peers.get(overlay)
+        if existing is not None:
+            if _keep_existing(existing.conn, conn, self.overlay):
+                conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "already connected")
+                await conn.run(_drop)
+                if ready is not None:
+                    ready.set()
+                return
+            existing.conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "replaced by a newer connection")
+            self._forget(existing)
+        peer = Peer(self, conn, min(proximity(self.overlay, overlay), MAX_PO))
+        self.peers[overlay] = peer
+        log.info(
+            "peer %s connected (%s, po %d)", overlay.hex()[:12], "out" if conn.outbound else "in", peer.po
+        )
+        conn.start_soon(peer.puller.run)
+        if ready is not None:
+            ready.set()
+        try:
+            disconnect = await conn.run(peer.dispatch)
+        finally:
+            self._forget(peer)
+        if disconnect.violation:
+            self.violations += 1
+        log.info(
+            "peer %s disconnected by %s: %s (%s)",
+            overlay.hex()[:12],
+            disconnect.by,
+            disconnect.reason or "-",
+            _code_name(disconnect.code),
+        )
+
+    def _forget(self, peer: Peer) -> None:
+        if self.peers.get(peer.overlay) is not peer:
+            return
+        del self.peers[peer.overlay]
+        self.puller.detach(peer.overlay)
+        peer.closed("peer disconnected")
+        totals = self._traffic.setdefault(peer.overlay, dict.fromkeys(_TRAFFIC, 0))
+        for name in _TRAFFIC:
+            totals[name] += getattr(peer.conn.stats, name)
+
+    def peers_by_proximity(self, address: bytes) -> Iterator[Peer]:
+        """Connected peers, closest to `address` first (XOR distance)."""
+        target = int.from_bytes(address, "big")
+        yield from sorted(self.peers.values(), key=lambda p: int.from_bytes(p.overlay, "big") ^ target)
+
+    def on_peer_records(self, peer: Peer, msg: Peers) -> None:
+        """Gossip arrives with the Kademlia layer; until then, records are ignored."""
+
+    # -- status -------------------------------------------------------------------------------
+
+    def traffic(self, overlay: bytes) -> dict[str, int]:
+        totals = dict(self._traffic.get(overlay, dict.fromkeys(_TRAFFIC, 0)))
+        peer = self.peers.get(overlay)
+        if peer is not None:
+            for name in _TRAFFIC:
+                totals[name] += getattr(peer.conn.stats, name)
+        return totals
+
+    def sync_status(self) -> dict[str, Any]:
+        """The `GET /sync` document."""
+        peers = []
+        for peer in sorted(self.peers.values(), key=lambda p: p.overlay):
+            status = peer.puller.status()
+            stats = self.puller.stats_of(peer.overlay).snapshot()
+            counts = {name: stats.counts[name] for name in COUNTERS}
+            counts.update(self.traffic(peer.overlay))
+            status["stats"] = counts
+            status["last_change"] = {name: stats.changed[name] for name in COUNTERS if stats.changed[name]}
+            status["serving"] = {
+                "subscriptions": [[b, live] for b, live in peer.upstream.subscriptions],
+                "offered": peer.upstream.offered,
+                "delivered": peer.upstream.delivered,
+            }
+            peers.append(status)
+        return {
+            "overlay": self.overlay.hex(),
+            "epoch": self.store.epoch,
+            "depth": self.depth(),
+            "chunks": len(self.store),
+            "fully_synced": all(p["fully_synced"] for p in peers),
+            "peers": peers,
+        }
+
+
+_TRAFFIC = ("payload_bytes_in", "protocol_bytes_in", "payload_bytes_out", "protocol_bytes_out")
+
+
+def _keep_existing(existing: PeerConnection, new: PeerConnection, own: bytes) -> bool:
+    """Two connections to one peer: keep the one dialled by the lower overlay (both sides agree).
+
+    Two connections dialled the same way mean the peer reconnected: the newer one wins.
+    """
+    if existing.outbound == new.outbound:
+        return False
+    dialler_of_new = own if new.outbound else new.overlay
+    dialler_of_existing = own if existing.outbound else existing.overlay
+    return dialler_of_existing < dialler_of_new
+
+
+async def _drop(msg: object) -> None:
+    return None
+
+
+def _code_name(code: int) -> str:
+    try:
+        return GoodbyeCode(code).name
+    except ValueError:
+        return str(code)

@@ -1,0 +1,86 @@
+"""Human-readable tables for the command line (pure: JSON documents in, text out)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+LOSS = ("repeat", "unsolicited", "invalid", "missing", "resets")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain text table: left-aligned text, right-aligned numbers, a rule under the header."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    numeric = [
+        all(isinstance(row[i], int | float) for row in rows) and bool(rows) for i in range(len(headers))
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)]
+        return " | ".join(parts).rstrip()
+
+    out = [line(list(headers)), "-+-".join("-" * w for w in widths)]
+    out.extend(line(r) for r in cells)
+    return "\n".join(out)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def ranges_text(ranges: Sequence[Sequence[int]], limit: int = 3) -> str:
+    """[[1, 5], [8, 9]] -> '1-5,8-9'; long lists are cut with a count of the rest."""
+    parts = [f"{s}-{e}" if s != e else str(s) for s, e in ranges[:limit]]
+    if len(ranges) > limit:
+        parts.append(f"+{len(ranges) - limit} more")
+    return ",".join(parts) or "-"
+
+
+def clock(ts: float | None) -> str:
+    """A wall-clock time as HH:MM:SS (local), '' for never."""
+    if not ts:
+        return ""
+    return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def sync_status_text(doc: dict[str, Any]) -> str:
+    """The `/sync` document as two tables: bins per peer, then the loss counters per peer."""
+    head = (
+        f"node {doc['overlay'][:16]}  depth {doc['depth']}  chunks {doc['chunks']}  "
+        f"peers {len(doc['peers'])}  fully synced {_cell(doc['fully_synced'])}"
+    )
+    bin_rows = []
+    loss_rows = []
+    for peer in doc["peers"]:
+        name = peer["overlay"][:12]
+        for b in peer["bins"]:
+            if b["cursor"] == 0 and not b["synced"]:
+                continue  # an empty bin says nothing
+            bin_rows.append(
+                [name, peer["po"], b["bin"], b["cursor"], ranges_text(b["synced"]), b["lag"], b["lag"] == 0]
+            )
+        stats = peer["stats"]
+        changed = peer.get("last_change", {})
+        row: list[object] = [name, peer["po"], stats["offered"], stats["wanted"], stats["delivered"]]
+        for name_ in LOSS:
+            row += [stats[name_], clock(changed.get(name_))]
+        row.append(_cell(peer["fully_synced"]))
+        loss_rows.append(row)
+    parts = [head]
+    if bin_rows:
+        parts.append(table(["peer", "po", "bin", "cursor", "synced", "lag", "synced?"], bin_rows))
+    loss_headers = ["peer", "po", "offered", "wanted", "delivered"]
+    for name_ in LOSS:
+        loss_headers += [name_, "time"]
+    loss_headers.append("fully synced")
+    if loss_rows:
+        parts.append(table(loss_headers, loss_rows))
+    else:
+        parts.append("no peers connected")
+    return "\n\n".join(parts)

@@ -1,0 +1,412 @@
+"""The pulling side of pull syncing: per upstream peer and bin, historical and live.
+
+`Puller` is node-wide: it owns the `BatchTracker` (one transfer per chunk across all peers), the
+persisted intervals and the per-peer statistics, and `store_chunk` is the one door through which
+chunks enter the local store, so that every batch waiting for a chunk learns when it arrives.
+
+`PeerPuller` syncs from one connected upstream. On start it asks for the cursors and the store
+epoch; a changed epoch voids every interval kept for that peer (its store was wiped: a new
+cycle, counted as a reset). For each bin the policy names it then runs a historical stream over
+the missing ranges up to the cursor, and a live stream from cursor + 1 on. Every offer is
+answered with a want (only chunks neither stored nor requested elsewhere); at most
+`max_incomplete` batches per stream wait for their chunks, which bounds memory whatever the
+backlog; a batch's range joins the intervals only when all its chunks are stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import trio
+
+from localstore import BINS, Chunk, InvalidChunk, LocalStore
+from streamer.connection import PeerConnection
+from streamer.errors import RemoteProtocolError
+from streamer.messages import (
+    ChunkDelivery,
+    CursorsReply,
+    CursorsRequest,
+    GoodbyeCode,
+    OfferedHashes,
+    Subscribe,
+    Unsubscribe,
+    WantedHashes,
+)
+from streamer.outbox import Priority
+from streamer.requests import RetrieveFailed
+from syncer.batches import BatchTracker, CompletedBatch, SyncViolation, UnsolicitedDelivery
+from syncer.intervals import Intervals, IntervalStore
+from syncer.stats import PeerStats
+from syncer.upstream import DEFAULT_WINDOW, stream_priority
+
+log = logging.getLogger(__name__)
+
+#: Which of a peer's bins to pull: (proximity of the peer to us, our depth) -> bins.
+SyncPolicy = Callable[[int, int], list[int]]
+Fetch = Callable[[bytes], Awaitable[bytes]]
+
+
+def sync_every_bin(peer_po: int, depth: int) -> list[int]:
+    """Pull every bin from every peer (before the Kademlia depth rule takes over)."""
+    return list(range(BINS))
+
+
+@dataclass(frozen=True)
+class PullerConfig:
+    max_incomplete: int = 2  # batches per stream waiting for their chunks
+    batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
+    cursor_timeout: float = 30.0
+    cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag
+
+
+class Puller:
+    """Node-wide state of the pulling side."""
+
+    def __init__(
+        self,
+        store: LocalStore,
+        *,
+        config: PullerConfig | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.config = config or PullerConfig()
+        self.clock = clock
+        self.intervals = IntervalStore(store)
+        self.tracker = BatchTracker()
+        self.stats: dict[bytes, PeerStats] = {}
+        self._peers: dict[bytes, PeerPuller] = {}
+
+    def stats_of(self, peer: bytes) -> PeerStats:
+        stats = self.stats.get(peer)
+        if stats is None:
+            stats = self.stats[peer] = PeerStats()
+        return stats
+
+    def peer(self, overlay: bytes) -> PeerPuller | None:
+        return self._peers.get(overlay)
+
+    @property
+    def peers(self) -> list[PeerPuller]:
+        return list(self._peers.values())
+
+    def store_chunk(self, chunk: Chunk) -> bool:
+        """Verify and store a chunk from any source; completes the batches waiting for it.
+
+        Returns True if it was new. Raises `InvalidChunk` (and stores nothing) if it is invalid.
+        """
+        new = self.store.put(chunk)
+        for done in self.tracker.stored(chunk.address):
+            self._completed(done)
+        return new
+
+    def attach(
+        self, conn: PeerConnection, po: int, *, policy: SyncPolicy, depth: Callable[[], int], fetch: Fetch
+    ) -> PeerPuller:
+        """Start pulling from a newly connected peer (call `run` on the result in its nursery)."""
+        puller = PeerPuller(self, conn, po, policy=policy, depth=depth, fetch=fetch)
+        self._peers[conn.overlay] = puller
+        return puller
+
+    def detach(self, overlay: bytes) -> None:
+        """The peer is gone: count what it never delivered, re-request what others still wait for."""
+        if self._peers.pop(overlay, None) is None:
+            return
+        gone = self.tracker.peer_gone(overlay)
+        self.stats_of(overlay).add("missing", gone.missing, self.clock())
+        for again in gone.rerequests:
+            other = self._peers.get(again.peer)
+            if other is not None:
+                other.fetch_soon(again.address)
+
+    def _completed(self, done: CompletedBatch) -> None:
+        peer = self._peers.get(done.peer)
+        if peer is not None:
+            peer.batch_completed(done)
+
+    def fully_synced(self) -> bool:
+        return all(p.fully_synced() for p in self._peers.values())
+
+
+class PeerPuller:
+    """Pulls from one upstream peer over one connection."""
+
+    def __init__(
+        self,
+        puller: Puller,
+        conn: PeerConnection,
+        po: int,
+        *,
+        policy: SyncPolicy,
+        depth: Callable[[], int],
+        fetch: Fetch,
+    ) -> None:
+        self.puller = puller
+        self.conn = conn
+        self.overlay = conn.overlay
+        self.po = po
+        self.policy = policy
+        self.depth = depth
+        self.fetch = fetch
+        self.stats = puller.stats_of(self.overlay)
+        self.epoch: int | None = None
+        self.cursors: list[int] = [0] * BINS
+        self.intervals: dict[int, Intervals] = {}
+        self._bins: dict[int, trio.CancelScope] = {}
+        self._streams: dict[tuple[int, bool], trio.MemorySendChannel[OfferedHashes]] = {}
+        self._ever: set[tuple[int, bool]] = set()
+        self._cursor_reply: trio.MemorySendChannel[CursorsReply] | None = None
+        self._progress = trio.lowlevel.ParkingLot()  # woken whenever one of our batches completes
+        self.started = trio.Event()
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Learn cursors and epoch, start the bins the policy names, keep the cursors fresh."""
+        reply = await self._ask_cursors()
+        self.epoch = reply.epoch
+        if self.puller.intervals.check_epoch(self.overlay, reply.epoch):
+            self.stats.add("resets", 1, self.puller.clock())
+            log.info("peer %s has a new store epoch: its intervals were voided", self.overlay.hex()[:12])
+        self.intervals = self.puller.intervals.bins(self.overlay)
+        self._take_cursors(reply)
+        self.set_bins(self.policy(self.po, self.depth()))
+        self.started.set()
+        while True:
+            await trio.sleep(self.puller.config.cursor_refresh)
+            self._take_cursors(await self._ask_cursors())
+
+    async def _ask_cursors(self) -> CursorsReply:
+        send, receive = trio.open_memory_channel[CursorsReply](1)
+        self._cursor_reply = send
+        await self.conn.send(CursorsRequest(), Priority.RETRIEVAL)
+        with trio.move_on_after(self.puller.config.cursor_timeout):
+            return await receive.receive()
+        raise RemoteProtocolError(f"no cursors reply within {self.puller.config.cursor_timeout:g}s")
+
+    def _take_cursors(self, reply: CursorsReply) -> None:
+        if reply.epoch != self.epoch:
+            raise RemoteProtocolError("store epoch changed within one connection")
+        for bin, cursor in enumerate(reply.cursors[:BINS]):
+            if cursor < self.cursors[bin]:
+                raise RemoteProtocolError(
+                    f"cursor of bin {bin} went back from {self.cursors[bin]} to {cursor}"
+                )
+            self.cursors[bin] = cursor
+
+    def set_bins(self, bins: list[int]) -> None:
+        """Pull exactly these bins: start the new ones, stop those no longer wanted.
+
+        Intervals of stopped bins stay stored, so pulling them again later resumes.
+        """
+        wanted = set(bins)
+        for bin in sorted(set(self._bins) - wanted):
+            self._bins.pop(bin).cancel()
+            for live in (False, True):
+                if (bin, live) in self._streams:
+                    self.conn.start_soon(self._unsubscribe, bin, live)
+        for bin in sorted(wanted - set(self._bins)):
+            scope = trio.CancelScope()
+            self._bins[bin] = scope
+            self.conn.start_soon(self._sync_bin, bin, scope)
+
+    @property
+    def bins(self) -> list[int]:
+        return sorted(self._bins)
+
+    async def _unsubscribe(self, bin: int, live: bool) -> None:
+        await self.conn.send(Unsubscribe(bin, live), stream_priority(live))
+
+    async def _sync_bin(self, bin: int, scope: trio.CancelScope) -> None:
+        with scope:
+            cursor = self.cursors[bin]
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._pull, bin, True, cursor + 1, 0)
+                await self._historical(bin, cursor)
+
+    async def _historical(self, bin: int, ceiling: int) -> None:
+        while ceiling > 0:
+            start, end, empty = self._intervals(bin).next(ceiling)
+            if empty:
+                return
+            await self._pull(bin, False, start, end)
+            # every batch of that range is complete (or we would not be here): on to the next gap
+
+    # -- one stream ---------------------------------------------------------------------------
+
+    async def _pull(self, bin: int, live: bool, start: int, end: int) -> None:
+        key = (bin, live)
+        send, receive = trio.open_memory_channel[OfferedHashes](DEFAULT_WINDOW)
+        self._streams[key] = send
+        self._ever.add(key)
+        priority = stream_priority(live)
+        expected = start
+        try:
+            await self.conn.send(Subscribe(bin, live, start, end), priority)
+            async for offer in receive:
+                if offer.start != expected or (not live and offer.end > end):
+                    raise RemoteProtocolError(
+                        f"offer [{offer.start}, {offer.end}] for bin {bin} does not continue "
+                        f"the stream at {expected}"
+                    )
+                expected = offer.end + 1
+                await self._wait_until(
+                    lambda: self._incomplete(bin, live) < self.puller.config.max_incomplete, bin
+                )
+                await self._answer(offer, priority)
+                if not live and offer.end == end:
+                    break
+        finally:
+            if self._streams.get(key) is send:
+                del self._streams[key]
+        await self._wait_until(lambda: self._incomplete(bin, live) == 0, bin)
+
+    async def _answer(self, offer: OfferedHashes, priority: Priority) -> None:
+        now = self.puller.clock()
+        if offer.end > self.cursors[offer.bin]:
+            self.cursors[offer.bin] = offer.end
+        try:
+            decision = self.puller.tracker.offer(
+                self.overlay,
+                offer.bin,
+                offer.live,
+                offer.start,
+                offer.end,
+                offer.hashes,
+                self.puller.store.has,
+            )
+        except SyncViolation as exc:
+            raise RemoteProtocolError(str(exc)) from None
+        self.stats.add("offered", len(offer.hashes), now)
+        self.stats.add("wanted", len(decision.wanted), now)
+        want = WantedHashes.from_indices(offer.bin, offer.live, offer.start, offer.end, decision.wanted)
+        await self.conn.send(want, priority)
+        if decision.completed is not None:
+            self.batch_completed(decision.completed)
+
+    def _incomplete(self, bin: int, live: bool) -> int:
+        return self.puller.tracker.incomplete(self.overlay, bin, live)
+
+    async def _wait_until(self, condition: Callable[[], bool], bin: int) -> None:
+        timeout = self.puller.config.batch_timeout
+        with trio.move_on_after(timeout) as scope:
+            while not condition():
+                await self._progress.park()
+        if scope.cancelled_caught:
+            raise RemoteProtocolError(
+                f"wanted chunks of bin {bin} not delivered within {timeout:g}s", GoodbyeCode.PROTOCOL_ERROR
+            )
+
+    # -- messages from the upstream (called by the connection's reader) -----------------------
+
+    def on_cursors_reply(self, msg: CursorsReply) -> None:
+        waiter, self._cursor_reply = self._cursor_reply, None
+        if waiter is None:
+            raise RemoteProtocolError("cursors reply without a request")
+        waiter.send_nowait(msg)
+
+    def on_offer(self, msg: OfferedHashes) -> None:
+        key = (msg.bin, msg.live)
+        stream = self._streams.get(key)
+        if stream is None:
+            if key in self._ever:
+                return  # sent before our Unsubscribe (or after our last range) reached the peer
+            raise RemoteProtocolError(f"offer for bin {msg.bin}, which was never subscribed")
+        try:
+            stream.send_nowait(msg)
+        except trio.WouldBlock:
+            raise RemoteProtocolError(
+                f"more than {DEFAULT_WINDOW} unanswered offers for bin {msg.bin}"
+            ) from None
+
+    def on_delivery(self, msg: ChunkDelivery) -> None:
+        now = self.puller.clock()
+        tracker = self.puller.tracker
+        try:
+            address = tracker.delivery(self.overlay, msg.bin, msg.live, msg.start, msg.index)
+        except UnsolicitedDelivery as exc:
+            self.stats.add("unsolicited", 1, now)
+            raise RemoteProtocolError(str(exc), GoodbyeCode.UNSOLICITED_DELIVERY) from None
+        try:
+            new = self.puller.store_chunk(Chunk(address, msg.data))
+        except InvalidChunk as exc:
+            self.stats.add("invalid", 1, now)
+            tracker.delivery_failed(self.overlay, msg.bin, msg.live, msg.start, msg.index)
+            raise RemoteProtocolError(f"invalid chunk delivered: {exc}", GoodbyeCode.INVALID_CHUNK) from None
+        self.stats.add("delivered", 1, now)
+        if not new:
+            self.stats.add("repeat", 1, now)
+
+    # -- completion and re-requests -----------------------------------------------------------
+
+    def batch_completed(self, done: CompletedBatch) -> None:
+        intervals = self._intervals(done.bin)
+        intervals.add(done.start, done.end)
+        self.puller.intervals.put(self.overlay, done.bin, intervals)
+        self._progress.unpark_all()
+
+    def _intervals(self, bin: int) -> Intervals:
+        intervals = self.intervals.get(bin)
+        if intervals is None:
+            intervals = self.intervals[bin] = Intervals()
+        return intervals
+
+    def fetch_soon(self, address: bytes) -> None:
+        """Fetch a chunk this peer offered by a direct request (its first request failed)."""
+        self.conn.start_soon(self._fetch, address)
+
+    async def _fetch(self, address: bytes) -> None:
+        try:
+            data = await self.fetch(address)
+            self.puller.store_chunk(Chunk(address, data))
+        except (RetrieveFailed, InvalidChunk) as exc:
+            log.warning(
+                "re-request of %s from %s failed: %s", address.hex()[:12], self.overlay.hex()[:12], exc
+            )
+            again = self.puller.tracker.request_failed(address, self.overlay)
+            if again is not None:
+                other = self.puller.peer(again.peer)
+                if other is not None:
+                    other.fetch_soon(address)
+
+    # -- status -------------------------------------------------------------------------------
+
+    def fully_synced(self) -> bool:
+        """Every pulled bin covers [1, cursor] and no batch of this peer is in flight."""
+        if not self.started.is_set() or self.puller.tracker.open_batches(self.overlay):
+            return False
+        return all(self._missing(bin) == 0 for bin in self._bins)
+
+    def _missing(self, bin: int) -> int:
+        cursor = self.cursors[bin]
+        intervals = self.intervals.get(bin)
+        synced = (
+            0
+            if intervals is None
+            else sum(min(e, cursor) - s + 1 for s, e in intervals.ranges if s <= cursor)
+        )
+        return cursor - synced
+
+    def status(self) -> dict[str, object]:
+        """The `/sync` view of this peer (bins and loss statistics)."""
+        bins = []
+        for bin in self.bins:
+            intervals = self.intervals.get(bin)
+            bins.append(
+                {
+                    "bin": bin,
+                    "cursor": self.cursors[bin],
+                    "synced": [list(r) for r in intervals.ranges] if intervals else [],
+                    "lag": self._missing(bin),
+                }
+            )
+        return {
+            "overlay": self.overlay.hex(),
+            "po": self.po,
+            "epoch": self.epoch,
+            "fully_synced": self.fully_synced(),
+            "bins": bins,
+        }

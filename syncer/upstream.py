@@ -1,0 +1,188 @@
+"""The serving side of pull syncing for one downstream peer.
+
+Answers cursor requests; for each subscribed stream (bin, live) offers consecutive batches of up
+to 128 hashes from the pull index, keeping at most `window` offers not fully served; delivers
+exactly the chunks a want asks for, through the outbox class of the stream (live before
+historical). A live stream waits for new chunks (`LocalStore.wait_bin`) and closes a batch after
+128 hashes or `live_idle` seconds. Nothing is ever sent unasked.
+
+`Unsubscribe` stops the offers; wants received before it are still served, so the downstream's
+answered batches can complete. A historical stream whose every offer has been answered may be
+subscribed again (for the next missing range) while its last deliveries are still going out.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import trio
+
+from localstore import ChunkNotFound, LocalStore
+from streamer.connection import PeerConnection
+from streamer.errors import RemoteProtocolError
+from streamer.messages import (
+    ChunkDelivery,
+    CursorsReply,
+    CursorsRequest,
+    GoodbyeCode,
+    OfferedHashes,
+    Subscribe,
+    Unsubscribe,
+    WantedHashes,
+)
+from streamer.outbox import Priority
+from syncer.batches import SyncViolation
+from syncer.offers import MAX_BATCH, StreamOffers
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 2
+DEFAULT_LIVE_IDLE = 0.05
+
+
+def stream_priority(live: bool) -> Priority:
+    return Priority.LIVE if live else Priority.HISTORICAL
+
+
+Want = tuple[int, list[tuple[int, bytes]]]  # offer start, (index, address) pairs to deliver
+
+
+@dataclass
+class _Stream:
+    offers: StreamOffers
+    slots: trio.Semaphore  # one per offer not fully served
+    wants_in: trio.MemorySendChannel[Want]
+    wants_out: trio.MemoryReceiveChannel[Want]
+    offering: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+
+class Upstream:
+    """Serves one downstream peer on one connection."""
+
+    def __init__(
+        self,
+        conn: PeerConnection,
+        store: LocalStore,
+        *,
+        window: int = DEFAULT_WINDOW,
+        live_idle: float = DEFAULT_LIVE_IDLE,
+    ) -> None:
+        self.conn = conn
+        self.store = store
+        self.window = window
+        self.live_idle = live_idle
+        self._streams: dict[tuple[int, bool], _Stream] = {}
+        self._ever: set[tuple[int, bool]] = set()
+        self.offered = 0
+        self.delivered = 0
+
+    @property
+    def subscriptions(self) -> list[tuple[int, bool]]:
+        return sorted(self._streams)
+
+    # -- messages from the downstream (called by the connection's reader) --------------------
+
+    def on_cursors_request(self, msg: CursorsRequest) -> None:
+        reply = CursorsReply(epoch=self.store.epoch, cursors=tuple(self.store.cursors()))
+        try:
+            self.conn.send_nowait(reply, Priority.RETRIEVAL)
+        except trio.WouldBlock:
+            raise RemoteProtocolError(
+                "too many cursor requests without reading the replies", GoodbyeCode.OVERLOADED
+            ) from None
+
+    def on_subscribe(self, msg: Subscribe) -> None:
+        key = (msg.bin, msg.live)
+        current = self._streams.get(key)
+        if current is not None and not current.offers.finished():
+            raise RemoteProtocolError(f"subscribe to bin {msg.bin} {_kind(msg.live)}: already subscribed")
+        if not msg.live and msg.end > self.store.cursor(msg.bin):
+            raise RemoteProtocolError(
+                f"subscribe to bin {msg.bin} historical up to {msg.end}, beyond the cursor "
+                f"{self.store.cursor(msg.bin)}"
+            )
+        try:
+            offers = StreamOffers(msg.bin, msg.live, msg.start, msg.end, window=self.window)
+        except ValueError as exc:
+            raise RemoteProtocolError(f"bad subscription: {exc}") from None
+        wants_in, wants_out = trio.open_memory_channel[Want](self.window)
+        stream = _Stream(offers, trio.Semaphore(self.window), wants_in, wants_out)
+        self._streams[key] = stream
+        self._ever.add(key)
+        self.conn.start_soon(self._serve, key, stream)
+
+    def on_unsubscribe(self, msg: Unsubscribe) -> None:
+        stream = self._streams.pop((msg.bin, msg.live), None)
+        if stream is not None:
+            stream.offering.cancel()
+            stream.wants_in.close()  # what was wanted before is still delivered
+
+    def on_want(self, msg: WantedHashes) -> None:
+        key = (msg.bin, msg.live)
+        stream = self._streams.get(key)
+        if stream is None:
+            if key in self._ever:
+                return  # an answer to an offer sent before the downstream unsubscribed
+            raise RemoteProtocolError(f"want for bin {msg.bin} {_kind(msg.live)}, which was never subscribed")
+        try:
+            pairs = stream.offers.answer(msg.start, msg.end, msg.wanted_indices())
+        except SyncViolation as exc:
+            raise RemoteProtocolError(str(exc)) from None
+        # cannot overflow: at most `window` offers are open, and each is answered once
+        stream.wants_in.send_nowait((msg.start, pairs))
+
+    # -- streams ------------------------------------------------------------------------------
+
+    async def _serve(self, key: tuple[int, bool], stream: _Stream) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._deliver, stream)
+            with stream.offering:
+                await self._offer(stream)
+                # a historical stream, fully offered: once every offer is served, it is over
+                for _ in range(self.window):
+                    await stream.slots.acquire()
+            stream.wants_in.close()
+        if self._streams.get(key) is stream:
+            del self._streams[key]
+
+    async def _offer(self, stream: _Stream) -> None:
+        offers = stream.offers
+        bin, live = offers.bin, offers.live
+        priority = stream_priority(live)
+        while not offers.exhausted():
+            await stream.slots.acquire()
+            cursor = await self._wait_for_chunks(offers) if live else self.store.cursor(bin)
+            rng = offers.next_range(cursor)
+            assert rng is not None, "a slot is free and chunks are there"
+            hashes = [address for _, address in self.store.iter_bin(bin, rng[0], rng[1])]
+            offers.offered(rng[0], rng[1], hashes)
+            self.offered += len(hashes)
+            await self.conn.send(OfferedHashes(bin, live, rng[0], rng[1], tuple(hashes)), priority)
+
+    async def _wait_for_chunks(self, offers: StreamOffers) -> int:
+        """Wait for at least one new chunk, then up to `live_idle` for a full batch."""
+        first = offers.next_id
+        cursor = await self.store.wait_bin(offers.bin, first - 1)
+        with trio.move_on_after(self.live_idle):
+            while cursor - first + 1 < MAX_BATCH:
+                cursor = await self.store.wait_bin(offers.bin, cursor)
+        return self.store.cursor(offers.bin)
+
+    async def _deliver(self, stream: _Stream) -> None:
+        bin, live = stream.offers.bin, stream.offers.live
+        priority = stream_priority(live)
+        async for start, pairs in stream.wants_out:
+            for index, address in pairs:
+                try:
+                    chunk = self.store.get(address)
+                except ChunkNotFound:
+                    log.error("offered chunk %s is gone; cannot deliver it", address.hex())
+                    continue
+                await self.conn.send(ChunkDelivery(bin, live, start, index, chunk.data), priority)
+                self.delivered += 1
+            stream.slots.release()
+
+
+def _kind(live: bool) -> str:
+    return "live" if live else "historical"

@@ -1,0 +1,61 @@
+"""Nodes in one process over loopback TCP: historical and live pull syncing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from swarm.testing import node_config, random_chunks, start_node, wait_for
+
+
+def holds_all(node, chunks) -> bool:
+    return all(node.store.has(c.address) for c in chunks)
+
+
+async def test_downstream_pulls_history_then_live(tmp_path: Path) -> None:
+    history = random_chunks(300, seed=1)
+    later = random_chunks(50, seed=2)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a"))
+            for chunk in history:
+                a.puller.store_chunk(chunk)
+            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
+            await wait_for(lambda: holds_all(b, history))
+            for chunk in later:  # live sync
+                a.puller.store_chunk(chunk)
+            await wait_for(lambda: holds_all(b, later))
+            await wait_for(lambda: b.sync_status()["fully_synced"] and a.sync_status()["fully_synced"])
+            status = b.sync_status()
+            (peer,) = status["peers"]
+            assert peer["overlay"] == a.overlay.hex()
+            assert peer["stats"]["delivered"] == 350
+            assert peer["stats"]["repeat"] == peer["stats"]["invalid"] == peer["stats"]["unsolicited"] == 0
+            assert peer["stats"]["payload_bytes_in"] == sum(len(c.data) for c in history + later)
+            # every bin's synced intervals cover [1, cursor]
+            for b_status in peer["bins"]:
+                if b_status["cursor"]:
+                    assert b_status["synced"] == [[1, b_status["cursor"]]], b_status
+            assert len(b.store) == 350
+            nursery.cancel_scope.cancel()
+
+
+async def test_three_nodes_one_transfer_per_chunk(tmp_path: Path) -> None:
+    """Two upstreams with the same content: each chunk crosses the wire to the downstream once."""
+    chunks = random_chunks(400, seed=3)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a"))
+            b = await start_node(nursery, node_config(tmp_path / "b"))
+            for chunk in chunks:
+                a.puller.store_chunk(chunk)
+                b.puller.store_chunk(chunk)
+            peers = [("127.0.0.1", a.p2p_port), ("127.0.0.1", b.p2p_port)]
+            c = await start_node(nursery, node_config(tmp_path / "c", peers=peers))
+            await wait_for(lambda: holds_all(c, chunks) and c.sync_status()["fully_synced"])
+            status = c.sync_status()
+            payload_in = sum(p["stats"]["payload_bytes_in"] for p in status["peers"])
+            assert payload_in == sum(len(ch.data) for ch in chunks)
+            assert sum(p["stats"]["delivered"] for p in status["peers"]) == 400
+            nursery.cancel_scope.cancel()
