@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import random
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import httpx
 import trio
 
 from localstore import CHUNK_SIZE, Chunk
@@ -44,3 +50,138 @@ async def wait_for(condition: Callable[[], bool], *, timeout: float = 20.0, inte
     with trio.fail_after(timeout):
         while not condition():
             await trio.sleep(interval)
+
+
+# -- real node processes ---------------------------------------------------------------------
+
+
+def preload(data_dir: Path, chunks: Iterable[Chunk], *, network_id: int = 1, batch: int = 1024) -> bytes:
+    """Store chunks straight into a (stopped) node's data directory; returns its overlay.
+
+    Creates the identity and the store if they do not exist yet, exactly as `swarm node` would.
+    """
+    from localstore import LocalStore
+    from streamer.identity import load_or_create_identity
+
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    overlay = load_or_create_identity(data_dir / "node.key").overlay(network_id)
+    with LocalStore(data_dir / "localstore", overlay) as store:
+        pending: list[Chunk] = []
+        for chunk in chunks:
+            pending.append(chunk)
+            if len(pending) >= batch:
+                store.put_many(pending)
+                pending.clear()
+        store.put_many(pending)
+    return overlay
+
+
+class NodeProcess:
+    """A `swarm node` OS process on loopback with ephemeral ports, found through its node.json."""
+
+    def __init__(
+        self, data_dir: Path, *, peers: Iterable[tuple[str, int]] = (), extra: Iterable[str] = ()
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.peers = list(peers)
+        self.extra = list(extra)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.info: dict[str, object] = {}
+
+    def start(self, timeout: float = 30.0) -> NodeProcess:
+        """Start the process and wait until its node.json names this process and the API answers."""
+        cmd = [
+            sys.executable,
+            "-m",
+            "swarm",
+            "node",
+            "--data-dir",
+            str(self.data_dir),
+            "--port",
+            "0",
+            "--api-port",
+            "0",
+        ]
+        for host, port in self.peers:
+            cmd += ["--peer", f"{host}:{port}"]
+        cmd += self.extra
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.data_dir / "node.log", "ab")  # noqa: SIM115 - closed in stop()/kill()
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        info_path = self.data_dir / "node.json"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"node exited with {self.proc.returncode}; see {self.data_dir / 'node.log'}"
+                )
+            try:
+                info = json.loads(info_path.read_text())
+            except (OSError, ValueError):
+                info = {}
+            if info.get("pid") == self.proc.pid:
+                self.info = info
+                try:
+                    if httpx.get(self.api + "/health", timeout=2).status_code == 200:
+                        return self
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"node did not come up within {timeout:g}s; see {self.data_dir / 'node.log'}")
+
+    @property
+    def api(self) -> str:
+        return f"http://127.0.0.1:{self.info['api_port']}"
+
+    @property
+    def p2p(self) -> tuple[str, int]:
+        return "127.0.0.1", int(self.info["p2p_port"])  # type: ignore[call-overload]
+
+    @property
+    def overlay(self) -> str:
+        return str(self.info["overlay"])
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.api + path, timeout=10)
+
+    def sync(self) -> dict[str, object]:
+        doc: dict[str, object] = self.get("/sync").json()
+        return doc
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM and wait: a clean shutdown. Returns the exit status."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: the process gets no chance to clean up."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if hasattr(self, "_log"):
+            self._log.close()
+
+    def __enter__(self) -> NodeProcess:
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+def poll(condition: Callable[[], bool], *, timeout: float = 60.0, interval: float = 0.2) -> None:
+    """Blocking wait for `condition` (for process-level tests); TimeoutError naming the wait."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout:g}s")
+        time.sleep(interval)
