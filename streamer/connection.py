@@ -187,6 +187,16 @@ async def _close_quietly(stream: trio.abc.Stream) -> None:
         await stream.aclose()
 
 
+_TASK_ENDINGS = (RemoteProtocolError, trio.ClosedResourceError, trio.BrokenResourceError)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (possibly nested) exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
 def _clip(reason: str, limit: int = 1000) -> str:
     data = reason.encode()
     return reason if len(data) <= limit else data[:limit].decode(errors="ignore")
@@ -250,19 +260,31 @@ class PeerConnection:
 
         Called before `run()`, the task starts when `run()` does.
         """
+        if self._disconnect is not None:
+            return  # closing: nothing new starts
         if self._nursery is None:
-            if self._disconnect is None:
-                self._pending.append((fn, args))
+            self._pending.append((fn, args))
             return
-        self._nursery.start_soon(self._guarded, fn, *args)
+        with suppress(RuntimeError):  # the nursery is already winding down
+            self._nursery.start_soon(self._guarded, fn, *args)
 
     async def _guarded(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         try:
             await fn(*args)
-        except RemoteProtocolError as exc:
-            self.close(exc.code, str(exc), violation=True)
-        except trio.ClosedResourceError:
-            pass  # the connection closed under the task
+        except BaseException as exc:
+            leaves = _leaves(exc)
+            violation = next((e for e in leaves if isinstance(e, RemoteProtocolError)), None)
+            if violation is not None:
+                self.close(violation.code, str(violation), violation=True)
+            if any(not isinstance(e, (*_TASK_ENDINGS, trio.Cancelled)) for e in leaves):
+                raise  # a bug: let it surface
+            if any(isinstance(e, trio.Cancelled) for e in leaves):
+                if isinstance(exc, BaseExceptionGroup):
+                    cancelled, _ = exc.split(trio.Cancelled)
+                    assert cancelled is not None
+                    raise cancelled from None
+                raise
+            # otherwise: a violation (handled above) or the connection closing under the task
 
     def close(self, code: int = GoodbyeCode.NORMAL, reason: str = "", *, violation: bool = False) -> None:
         """Close from our side: drop what is queued, send a Goodbye, end `run()`.

@@ -17,15 +17,22 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from localstore import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk, bmt_address
 from swarm import __version__
+from swarm.chunker import CorruptTree, file_size
+from swarm.files import Fetch, Upload, read_file, stream_file
+from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
 
 if TYPE_CHECKING:
     from swarm.node import Node
 
 log = logging.getLogger(__name__)
+
+BUFFERED_DOWNLOAD = 32 * 1024 * 1024  # files up to this size are read whole before answering
 
 
 class BadRequest(Exception):
@@ -83,6 +90,35 @@ def build_app(node: Node) -> Starlette:
             return error(504 if exc.timed_out else 404, str(exc))
         return Response(chunk.data, media_type="application/octet-stream")
 
+    async def post_bytes(request: Request) -> Response:
+        upload = Upload(node.puller.store_chunks)
+        async for piece in request.stream():
+            upload.feed(piece)
+        reference = upload.finish()
+        return JSONResponse(
+            {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks}, status_code=201
+        )
+
+    async def get_bytes(request: Request) -> Response | TreeResponse:
+        reference = parse_address(request.path_params["reference"])
+        try:
+            root = await node.retrieval.get(reference)
+            size = file_size(root)
+            if size <= BUFFERED_DOWNLOAD:
+                data = await read_file(reference, node.retrieval.get)
+                return Response(data, media_type="application/octet-stream")
+        except ChunkUnavailable as exc:
+            return error(504 if exc.timed_out else 404, str(exc))
+        except (InvalidChunk, CorruptTree) as exc:
+            return error(502, f"file {reference.hex()} is corrupt: {exc}")
+        return TreeResponse(reference, size, node.retrieval.get)
+
+    async def topology(request: Request) -> Response:
+        return JSONResponse(node.topology())
+
+    async def metrics(request: Request) -> Response:
+        return Response(metrics_text(node), media_type=METRICS_CONTENT_TYPE)
+
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "version": __version__, "overlay": node.overlay.hex()})
 
@@ -98,13 +134,48 @@ def build_app(node: Node) -> Starlette:
     routes = [
         Route("/chunks", post_chunk, methods=["POST"]),
         Route("/chunks/{address}", get_chunk, methods=["GET", "HEAD"]),
+        Route("/bytes", post_bytes, methods=["POST"]),
+        Route("/bytes/{reference}", get_bytes, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/sync", sync, methods=["GET"]),
+        Route("/topology", topology, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
     ]
     return Starlette(
         routes=routes,
         exception_handlers={BadRequest: bad_request, InvalidChunk: invalid_chunk},
     )
+
+
+class TreeResponse:
+    """Streams a large file; a chunk missing mid-way aborts the transfer (never wrong bytes).
+
+    The headers (with the Content-Length from the root's span) are already out by then, so the
+    client sees a truncated body rather than a status code; files up to BUFFERED_DOWNLOAD bytes
+    are read whole first and get a proper 404/504 instead.
+    """
+
+    def __init__(self, reference: bytes, size: int, fetch: Fetch) -> None:
+        self.reference = reference
+        self.size = size
+        self.fetch = fetch
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [
+            (b"content-type", b"application/octet-stream"),
+            (b"content-length", str(self.size).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+        async def body(piece: bytes) -> None:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+
+        try:
+            await stream_file(self.reference, self.fetch, body)
+        except (ChunkUnavailable, InvalidChunk, CorruptTree) as exc:
+            log.warning("download of %s aborted: %s", self.reference.hex(), exc)
+            raise
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def serve_api(

@@ -2,9 +2,10 @@
 
 State lives under one data directory: `node.key` (the identity, kept when the store is wiped),
 `localstore/` (the LevelDB chunk store, pull index and sync state) and `node.json` (the ports
-chosen at start-up, for scripts). Services: the TCP listener and the diallers (with handshake),
-one `Peer` per connection (streamer connection, upstream server, puller, retrieve requests), the
-node-wide `Puller`, `Retrieval` and the HTTP API.
+chosen at start-up, for scripts). Services: the TCP listener; the Kademlia connection manager
+(dials suggested peers, prunes over-saturated bins) and the bootnode diallers; gossip; one `Peer`
+per connection (streamer connection, upstream server, puller, retrieve requests); the node-wide
+`Puller` (sync by depth), `Retrieval` and the HTTP API.
 """
 
 from __future__ import annotations
@@ -21,19 +22,24 @@ from typing import Any
 
 import trio
 
+from kademlia import PeerTable, get_strategy, sync_bins
+from kademlia.addresses import AddressBook, Backoff, PeerAddress
+from kademlia.manager import ConnectionManager
 from localstore import LocalStore
 from pot import proximity
-from streamer.connection import HandshakeFailed, PeerConnection, handshake
+from streamer.connection import Disconnect, HandshakeFailed, PeerConnection, handshake
 from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
-from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Peers
+from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
+from swarm.gossip import Gossip
 from swarm.peer import Peer
 from swarm.retrieval import Retrieval
-from syncer.downstream import Puller, PullerConfig, SyncPolicy, sync_every_bin
+from syncer.downstream import Puller, PullerConfig, SyncPolicy
 from syncer.stats import COUNTERS
 
 log = logging.getLogger(__name__)
 
 MAX_PO = 31
+DEFAULT_STRATEGY = "gap"
 
 
 @dataclass(frozen=True)
@@ -45,10 +51,16 @@ class NodeConfig:
     port: int = 0
     api_host: str = "127.0.0.1"
     api_port: int | None = 0  # None: no HTTP API
-    peers: tuple[tuple[str, int], ...] = ()
+    peers: tuple[tuple[str, int], ...] = ()  # bootnodes
     network_id: int = 1
+    strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
+    neighbourhood_size: int = 3
+    saturation: int = 4
+    over_saturation: int = 8
+    gossip_interval: float = 5.0
     live_idle: float = 0.05
     retrieve_timeout: float = 10.0
+    hop_limit: int = 8
     redial_min: float = 0.5
     redial_max: float = 30.0
     puller: PullerConfig = field(default_factory=PullerConfig)
@@ -57,7 +69,8 @@ class NodeConfig:
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`."""
 
-    def __init__(self, config: NodeConfig, *, sync_policy: SyncPolicy = sync_every_bin) -> None:
+    def __init__(self, config: NodeConfig, *, sync_policy: SyncPolicy = sync_bins) -> None:
+        get_strategy(config.strategy)  # fail early on a bad name
         self.config = config
         self.sync_policy = sync_policy
         self.data_dir = Path(config.data_dir)
@@ -65,12 +78,17 @@ class Node:
         self.overlay = b""
         self._store: LocalStore | None = None
         self._puller: Puller | None = None
-        self.retrieval = Retrieval(self)
+        self._table: PeerTable | None = None
+        self.book = AddressBook()
+        self.manager: ConnectionManager | None = None
+        self.gossip: Gossip | None = None
+        self.retrieval = Retrieval(self, hop_limit=config.hop_limit, timeout=config.retrieve_timeout)
         self.peers: dict[bytes, Peer] = {}
         self.p2p_port = 0
         self.api_port: int | None = None
         self.started_at = time.time()
         self._nursery: trio.Nursery | None = None
+        self._depth = 0
         self._traffic: dict[bytes, dict[str, int]] = {}  # byte counters of past connections
         self.connections_refused = 0
         self.violations = 0
@@ -89,38 +107,58 @@ class Node:
             raise RuntimeError("node is not running")
         return self._puller
 
+    @property
+    def table(self) -> PeerTable:
+        if self._table is None:
+            raise RuntimeError("node is not running")
+        return self._table
+
     def depth(self) -> int:
-        return 0
+        return self._depth
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status."""
+        config = self.config
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.identity = load_or_create_identity(self.data_dir / "node.key")
-        self.overlay = self.identity.overlay(self.config.network_id)
+        self.overlay = self.identity.overlay(config.network_id)
         self._store = LocalStore(self.data_dir / "localstore", self.overlay)
-        self._puller = Puller(self._store, config=self.config.puller)
+        self._puller = Puller(self._store, config=config.puller)
+        self._table = PeerTable(
+            self.overlay,
+            neighbourhood_size=config.neighbourhood_size,
+            saturation=config.saturation,
+            over_saturation=config.over_saturation,
+            max_po=MAX_PO,
+        )
+        self.manager = ConnectionManager(
+            self._table,
+            self.book,
+            get_strategy(config.strategy),
+            self._dial,
+            self.disconnect,
+            backoff=Backoff(config.redial_min, config.redial_max),
+        )
+        self.gossip = Gossip(self.identity, config.network_id, self.learn, interval=config.gossip_interval)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                listeners = await nursery.start(
-                    partial(trio.serve_tcp, self._accept, self.config.port, host=self.config.host)
-                )
+                serve_p2p = partial(trio.serve_tcp, self._accept, config.port, host=config.host)
+                listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
-                if self.config.api_port is not None:
+                self.gossip.advertise(config.host, self.p2p_port)
+                if config.api_port is not None:
                     from swarm.api import serve_api
 
-                    self.api_port = await nursery.start(
-                        serve_api, self, self.config.api_host, self.config.api_port
-                    )
-                for host, port in self.config.peers:
-                    nursery.start_soon(self.keep_connected, host, port)
+                    self.api_port = await nursery.start(serve_api, self, config.api_host, config.api_port)
+                await nursery.start(self.manager.run)
+                nursery.start_soon(self.gossip.run, lambda: list(self.peers.values()))
+                for host, port in config.peers:
+                    nursery.start_soon(self.keep_bootnode, host, port)
                 self._write_node_json()
+                api = f"http://{config.api_host}:{self.api_port}" if self.api_port else "off"
                 log.info(
-                    "node %s listening on %s:%d, API %s",
-                    self.overlay.hex(),
-                    self.config.host,
-                    self.p2p_port,
-                    f"http://{self.config.api_host}:{self.api_port}" if self.api_port else "off",
+                    "node %s listening on %s:%d, API %s", self.overlay.hex(), config.host, self.p2p_port, api
                 )
                 task_status.started(self)
         finally:
@@ -141,7 +179,7 @@ class Node:
         tmp.write_text(json.dumps(info) + "\n")
         tmp.replace(self.data_dir / "node.json")
 
-    def _local_handshake(self) -> Any:
+    def _local_handshake(self) -> Handshake:
         assert self.identity is not None
         return make_handshake(
             self.identity,
@@ -152,10 +190,39 @@ class Node:
             port=self.p2p_port,
         )
 
+    # -- topology -----------------------------------------------------------------------------
+
+    def learn(self, address: PeerAddress) -> None:
+        """A peer and where it listens (from a handshake or verified gossip)."""
+        if address.overlay == self.overlay:
+            return
+        changed = self.book.add(address)
+        changed = self.table.add_known(address.overlay) or changed
+        if changed and self.manager is not None:
+            self.manager.changed()
+
+    def disconnect(self, overlay: bytes, reason: str) -> None:
+        peer = self.peers.get(overlay)
+        if peer is not None:
+            peer.conn.close(GoodbyeCode.PRUNED, reason)
+
+    def _update_depth(self) -> None:
+        depth = self.table.depth()
+        if depth != self._depth:
+            log.info("depth %d -> %d", self._depth, depth)
+            self._depth = depth
+            for peer in self.peers.values():
+                if peer.puller.started.is_set():
+                    peer.puller.set_bins(self.sync_policy(peer.po, depth))
+
     # -- connections --------------------------------------------------------------------------
 
     async def _accept(self, stream: trio.SocketStream) -> None:
-        await self._session(stream, outbound=False)
+        try:
+            conn = await self._handshake(stream, outbound=False)
+        except HandshakeFailed:
+            return
+        await self._run_session(conn)
 
     async def connect(self, host: str, port: int) -> PeerConnection:
         """Dial once and run the session in the background; returns when the handshake is done."""
@@ -167,21 +234,31 @@ class Node:
         await ready.wait()
         return conn
 
-    async def keep_connected(self, host: str, port: int) -> None:
-        """Dial a peer and re-dial with exponential backoff whenever the connection goes away."""
+    async def _dial(self, address: PeerAddress) -> None:
+        """The connection manager's dial: connect, and check the peer is who gossip said."""
+        if address.overlay in self.peers:
+            return
+        conn = await self.connect(address.host, address.port)
+        if conn.overlay != address.overlay:
+            conn.close(GoodbyeCode.BAD_HANDSHAKE, "not the peer this address was advertised for")
+            actual, expected = conn.overlay.hex()[:12], address.overlay.hex()[:12]
+            reason = f"{address.host}:{address.port} is {actual}, not {expected}"
+            raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local")
+
+    async def keep_bootnode(self, host: str, port: int) -> None:
+        """Dial a bootnode, and again (with backoff) whenever this node has no peers at all."""
         delay = self.config.redial_min
         while True:
-            began = trio.current_time()
+            if self.peers:
+                await trio.sleep(self.config.redial_min)
+                continue
             try:
-                stream = await trio.open_tcp_stream(host, port)
-                conn = await self._handshake(stream, outbound=True)
-                await self._run_session(conn)
-            except (OSError, HandshakeFailed) as exc:
-                log.info("dial %s:%d failed: %s", host, port, exc)
-            if trio.current_time() - began > 10 * self.config.redial_min:
+                await self.connect(host, port)
                 delay = self.config.redial_min
-            await trio.sleep(delay)
-            delay = min(delay * 2, self.config.redial_max)
+            except (OSError, HandshakeFailed) as exc:
+                log.info("dial bootnode %s:%d failed: %s", host, port, exc)
+                await trio.sleep(delay)
+                delay = min(delay * 2, self.config.redial_max)
 
     async def _handshake(self, stream: trio.abc.Stream, *, outbound: bool) -> PeerConnection:
         try:
@@ -193,13 +270,6 @@ class Node:
             log.warning("handshake %s failed (%s): %s", "out" if outbound else "in", exc.by, exc.reason)
             raise
 
-    async def _session(self, stream: trio.abc.Stream, *, outbound: bool) -> None:
-        try:
-            conn = await self._handshake(stream, outbound=outbound)
-        except HandshakeFailed:
-            return
-        await self._run_session(conn)
-
     async def _run_session(self, conn: PeerConnection, ready: trio.Event | None = None) -> None:
         """Register the peer, run its connection until it ends, clean up after it."""
         overlay = conn.overlay
@@ -207,22 +277,33 @@ class Node:
         if existing is not None:
             if _keep_existing(existing.conn, conn, self.overlay):
                 conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "already connected")
-                await conn.run(_drop)
                 if ready is not None:
                     ready.set()
+                await conn.run(_drop)
                 return
             existing.conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "replaced by a newer connection")
             self._forget(existing)
         peer = Peer(self, conn, min(proximity(self.overlay, overlay), MAX_PO))
         self.peers[overlay] = peer
+        remote = conn.remote
+        if remote.host and remote.port:
+            self.learn(PeerAddress(overlay, remote.host, remote.port))
+        self.table.connect(overlay)
+        self._update_depth()
         log.info(
             "peer %s connected (%s, po %d)", overlay.hex()[:12], "out" if conn.outbound else "in", peer.po
         )
         conn.start_soon(peer.puller.run)
+        assert self.gossip is not None
+        conn.start_soon(self.gossip.tell, peer)
         if ready is not None:
             ready.set()
         try:
             disconnect = await conn.run(peer.dispatch)
+        except Exception:
+            # a bug in handling this peer must not take the node down: log it, drop the peer
+            log.exception("peer %s: unexpected error; dropping the connection", overlay.hex()[:12])
+            disconnect = Disconnect("local", GoodbyeCode.PROTOCOL_ERROR, "internal error")
         finally:
             self._forget(peer)
         if disconnect.violation:
@@ -239,11 +320,17 @@ class Node:
         if self.peers.get(peer.overlay) is not peer:
             return
         del self.peers[peer.overlay]
+        self.table.disconnect(peer.overlay)
         self.puller.detach(peer.overlay)
+        if self.gossip is not None:
+            self.gossip.forget(peer.overlay)
         peer.closed("peer disconnected")
         totals = self._traffic.setdefault(peer.overlay, dict.fromkeys(_TRAFFIC, 0))
         for name in _TRAFFIC:
             totals[name] += getattr(peer.conn.stats, name)
+        self._update_depth()
+        if self.manager is not None:
+            self.manager.changed()
 
     def peers_by_proximity(self, address: bytes) -> Iterator[Peer]:
         """Connected peers, closest to `address` first (XOR distance)."""
@@ -251,7 +338,8 @@ class Node:
         yield from sorted(self.peers.values(), key=lambda p: int.from_bytes(p.overlay, "big") ^ target)
 
     def on_peer_records(self, peer: Peer, msg: Peers) -> None:
-        """Gossip arrives with the Kademlia layer; until then, records are ignored."""
+        assert self.gossip is not None
+        self.gossip.on_records(peer, msg)
 
     # -- status -------------------------------------------------------------------------------
 
@@ -286,7 +374,50 @@ class Node:
             "chunks": len(self.store),
             "fully_synced": all(p["fully_synced"] for p in peers),
             "peers": peers,
+            "totals": self.loss_totals(),
         }
+
+    def topology(self) -> dict[str, Any]:
+        """The `GET /topology` document, shaped like the reference node's."""
+        table = self.table
+        bins = {}
+        for po in range(MAX_PO + 1):
+            known = table.known(po)
+            connected = set(table.connected(po))
+            bins[f"bin_{po}"] = {
+                "population": len(known),
+                "connected": len(connected),
+                "disconnectedPeers": [{"address": p.hex()} for p in known if p not in connected],
+                "connectedPeers": [
+                    {"address": p.hex(), "outbound": self.peers[p].conn.outbound}
+                    for p in known
+                    if p in connected
+                ],
+            }
+        return {
+            "baseAddr": self.overlay.hex(),
+            "population": table.known_count(),
+            "connected": table.connected_count(),
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "nnLowWatermark": self.config.neighbourhood_size,
+            "depth": self.depth(),
+            "saturation": self.config.saturation,
+            "strategy": self.config.strategy,
+            "bins": bins,
+        }
+
+    def loss_totals(self) -> dict[str, int]:
+        """Node-wide counters over every peer ever connected (dropped peers included)."""
+        totals = dict.fromkeys(COUNTERS, 0)
+        for stats in self.puller.stats.values():
+            for name in COUNTERS:
+                totals[name] += stats[name]
+        for overlay in set(self._traffic) | set(self.peers):
+            for name, value in self.traffic(overlay).items():
+                totals[name] += value
+        totals["violations"] = self.violations
+        totals["handshakes_refused"] = self.connections_refused
+        return totals
 
 
 _TRAFFIC = ("payload_bytes_in", "protocol_bytes_in", "payload_bytes_out", "protocol_bytes_out")

@@ -1,4 +1,13 @@
-"""Retrieval: serving chunk requests from peers, and fetching chunks this node does not hold."""
+"""Retrieval: getting a chunk this node does not hold, and serving peers' requests, hop by hop.
+
+A request goes to the connected peer closest to the chunk's address, and only to a peer strictly
+closer to it than this node (XOR distance): every hop gets strictly closer, so a request can
+never loop. Each node that forwards tries up to `attempts` such peers, closest first, within a
+hop limit and a timeout; the data that comes back is verified (BMT) at every hop, and a peer
+that sends invalid data is dropped. Forwarded chunks are not stored (there is no cache); the
+node's own users get the chunk, the peers' requests get it passed back along the path.
+Retrieval traffic uses the outbox's most urgent class.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +17,9 @@ from typing import TYPE_CHECKING
 import trio
 
 from localstore import Chunk, ChunkNotFound, InvalidChunk
-from streamer.messages import RetrieveDelivery, RetrieveFailure, RetrieveRequest
+from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest
 from streamer.outbox import Priority
+from streamer.requests import RetrieveFailed
 
 if TYPE_CHECKING:
     from swarm.node import Node
@@ -21,7 +31,7 @@ MAX_SERVING_PER_PEER = 64
 
 
 class ChunkUnavailable(Exception):
-    """No peer could deliver the chunk (not found, or no answer in time)."""
+    """No peer could deliver the chunk: nobody closer has it, or no answer came in time."""
 
     def __init__(self, address: bytes, reason: str, timed_out: bool = False) -> None:
         super().__init__(f"chunk {address.hex()} unavailable: {reason}")
@@ -31,18 +41,40 @@ class ChunkUnavailable(Exception):
 
 
 class Retrieval:
-    """Answers retrieve requests from the local store; gets chunks for the node's own users."""
+    """Gets chunks for the node's users and answers (or forwards) peers' requests."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, *, hop_limit: int = 8, timeout: float = 10.0, attempts: int = 3) -> None:
         self.node = node
+        self.hop_limit = hop_limit
+        self.timeout = timeout
+        self.attempts = attempts
         self._serving: dict[bytes, int] = {}
         self.served = 0
+        self.forwarded = 0
         self.failed = 0
+        self.fetched = 0
+
+    # -- for the node's own users -------------------------------------------------------------
+
+    async def get(self, address: bytes) -> Chunk:
+        """The chunk at `address`: from the local store, else from the network."""
+        try:
+            return self.node.store.get(address)
+        except ChunkNotFound:
+            pass
+        chunk = await self.forward(address, hop_limit=self.hop_limit, origin=None)
+        self.fetched += 1
+        return chunk
+
+    # -- for peers ----------------------------------------------------------------------------
 
     def on_request(self, peer: Peer, msg: RetrieveRequest) -> None:
         busy = self._serving.get(peer.overlay, 0)
         if busy >= MAX_SERVING_PER_PEER:
-            self._answer_nowait(peer, RetrieveFailure(msg.request_id, "overloaded"))
+            try:
+                peer.conn.send_nowait(RetrieveFailure(msg.request_id, "overloaded"), Priority.RETRIEVAL)
+            except (trio.WouldBlock, trio.ClosedResourceError):
+                log.debug("could not tell %r it is over its request limit", peer)
             return
         self._serving[peer.overlay] = busy + 1
         peer.conn.start_soon(self._serve, peer, msg)
@@ -52,45 +84,73 @@ class Retrieval:
             try:
                 chunk = self.node.store.get(msg.address)
             except ChunkNotFound:
+                if msg.hop_limit == 0:
+                    answer: RetrieveDelivery | RetrieveFailure = RetrieveFailure(msg.request_id, "not found")
+                else:
+                    try:
+                        chunk = await self.forward(
+                            msg.address, hop_limit=msg.hop_limit - 1, origin=peer.overlay
+                        )
+                    except ChunkUnavailable as exc:
+                        answer = RetrieveFailure(msg.request_id, exc.reason[:1000])
+                    else:
+                        self.forwarded += 1
+                        answer = RetrieveDelivery(msg.request_id, chunk.data)
+            else:
+                self.served += 1
+                answer = RetrieveDelivery(msg.request_id, chunk.data)
+            if isinstance(answer, RetrieveFailure):
                 self.failed += 1
-                await peer.conn.send(RetrieveFailure(msg.request_id, "not found"), Priority.RETRIEVAL)
-                return
-            self.served += 1
-            await peer.conn.send(RetrieveDelivery(msg.request_id, chunk.data), Priority.RETRIEVAL)
+            await peer.conn.send(answer, Priority.RETRIEVAL)
         finally:
             self._serving[peer.overlay] -= 1
             if not self._serving[peer.overlay]:
                 del self._serving[peer.overlay]
 
-    def _answer_nowait(self, peer: Peer, msg: RetrieveFailure) -> None:
-        try:
-            peer.conn.send_nowait(msg, Priority.RETRIEVAL)
-        except (trio.WouldBlock, trio.ClosedResourceError):
-            log.debug("could not tell %r it is over its request limit", peer)
+    # -- forwarding ---------------------------------------------------------------------------
 
-    async def get(self, address: bytes) -> Chunk:
-        """The chunk at `address`, from the local store or, failing that, from peers."""
-        try:
-            return self.node.store.get(address)
-        except ChunkNotFound:
-            pass
-        return await self.fetch(address)
-
-    async def fetch(self, address: bytes) -> Chunk:
-        """Ask connected peers (closest first) for a chunk; verify and store what comes back."""
-        errors = []
+    def next_hops(self, address: bytes, origin: bytes | None) -> list[Peer]:
+        """Connected peers strictly closer to `address` than this node, closest first."""
+        target = int.from_bytes(address, "big")
+        own = int.from_bytes(self.node.overlay, "big") ^ target
+        hops = []
         for peer in self.node.peers_by_proximity(address):
-            try:
-                data = await peer.fetch_local(address)
-            except Exception as exc:  # RetrieveFailed and the connection going away alike
-                errors.append(f"{peer.overlay.hex()[:12]}: {exc}")
-                continue
-            chunk = Chunk(address, data)
-            try:
-                self.node.puller.store_chunk(chunk)
-            except InvalidChunk as exc:
-                errors.append(f"{peer.overlay.hex()[:12]} sent invalid data: {exc}")
-                peer.conn.close(5, f"invalid chunk in retrieve delivery: {exc}", violation=True)
-                continue
-            return chunk
-        raise ChunkUnavailable(address, "; ".join(errors) or "no connected peers")
+            if int.from_bytes(peer.overlay, "big") ^ target >= own:
+                break
+            if peer.overlay != origin and not peer.conn.closed:
+                hops.append(peer)
+        return hops
+
+    async def forward(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
+        """Ask the closest closer peers in turn; verify what comes back."""
+        hops = self.next_hops(address, origin)[: self.attempts]
+        if not hops:
+            raise ChunkUnavailable(address, "not found: no connected peer is closer to it")
+        errors = []
+        timed_out = True
+        with trio.move_on_after(self.timeout) as scope:
+            for peer in hops:
+                try:
+                    data = await peer.requests.retrieve(
+                        peer.conn, address, hop_limit=hop_limit, timeout=self.timeout
+                    )
+                except RetrieveFailed as exc:
+                    errors.append(f"{peer.overlay.hex()[:12]}: {exc}")
+                    timed_out = timed_out and "within" in str(exc)
+                    continue
+                chunk = Chunk(address, data)
+                try:
+                    chunk.verify()
+                except InvalidChunk as exc:
+                    errors.append(f"{peer.overlay.hex()[:12]} sent invalid data")
+                    peer.conn.close(
+                        GoodbyeCode.INVALID_CHUNK,
+                        f"invalid chunk in a retrieve delivery: {exc}",
+                        violation=True,
+                    )
+                    timed_out = False
+                    continue
+                return chunk
+        if scope.cancelled_caught:
+            errors.append(f"no answer within {self.timeout:g}s")
+        raise ChunkUnavailable(address, "; ".join(errors), timed_out=timed_out)

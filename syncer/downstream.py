@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
 
 import trio
@@ -103,6 +104,14 @@ class Puller:
             self._completed(done)
         return new
 
+    def store_chunks(self, chunks: list[Chunk]) -> int:
+        """`store_chunk` for many at once (one write batch); returns how many were new."""
+        new = self.store.put_many(chunks)
+        for chunk in chunks:
+            for done in self.tracker.stored(chunk.address):
+                self._completed(done)
+        return new
+
     def attach(
         self, conn: PeerConnection, po: int, *, policy: SyncPolicy, depth: Callable[[], int], fetch: Fetch
     ) -> PeerPuller:
@@ -156,6 +165,8 @@ class PeerPuller:
         self.cursors: list[int] = [0] * BINS
         self.intervals: dict[int, Intervals] = {}
         self._bins: dict[int, trio.CancelScope] = {}
+        self._bin_done: dict[int, trio.Event] = {}
+        self._subscribed: set[tuple[int, bool]] = set()  # streams the upstream is serving us
         self._streams: dict[tuple[int, bool], trio.MemorySendChannel[OfferedHashes]] = {}
         self._ever: set[tuple[int, bool]] = set()
         self._cursor_reply: trio.MemorySendChannel[CursorsReply] | None = None
@@ -200,32 +211,40 @@ class PeerPuller:
     def set_bins(self, bins: list[int]) -> None:
         """Pull exactly these bins: start the new ones, stop those no longer wanted.
 
-        Intervals of stopped bins stay stored, so pulling them again later resumes.
+        Intervals of stopped bins stay stored, so pulling them again later resumes. A stopped
+        bin unsubscribes before a later restart of the same bin may subscribe again, so the two
+        can never reach the upstream in the wrong order.
         """
         wanted = set(bins)
         for bin in sorted(set(self._bins) - wanted):
             self._bins.pop(bin).cancel()
-            for live in (False, True):
-                if (bin, live) in self._streams:
-                    self.conn.start_soon(self._unsubscribe, bin, live)
         for bin in sorted(wanted - set(self._bins)):
             scope = trio.CancelScope()
             self._bins[bin] = scope
-            self.conn.start_soon(self._sync_bin, bin, scope)
+            self.conn.start_soon(self._sync_bin, bin, scope, self._bin_done.get(bin))
 
     @property
     def bins(self) -> list[int]:
         return sorted(self._bins)
 
-    async def _unsubscribe(self, bin: int, live: bool) -> None:
-        await self.conn.send(Unsubscribe(bin, live), stream_priority(live))
-
-    async def _sync_bin(self, bin: int, scope: trio.CancelScope) -> None:
-        with scope:
-            cursor = self.cursors[bin]
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._pull, bin, True, cursor + 1, 0)
-                await self._historical(bin, cursor)
+    async def _sync_bin(self, bin: int, scope: trio.CancelScope, previous: trio.Event | None) -> None:
+        if previous is not None:
+            await previous.wait()
+        done = self._bin_done[bin] = trio.Event()
+        try:
+            with scope:
+                cursor = self.cursors[bin]
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._pull, bin, True, cursor + 1, 0)
+                    await self._historical(bin, cursor)
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                for live in (False, True):
+                    if (bin, live) in self._subscribed:
+                        self._subscribed.discard((bin, live))
+                        with suppress(trio.ClosedResourceError):
+                            await self.conn.send(Unsubscribe(bin, live), stream_priority(live))
+            done.set()
 
     async def _historical(self, bin: int, ceiling: int) -> None:
         while ceiling > 0:
@@ -246,6 +265,7 @@ class PeerPuller:
         expected = start
         try:
             await self.conn.send(Subscribe(bin, live, start, end), priority)
+            self._subscribed.add(key)
             async for offer in receive:
                 if offer.start != expected or (not live and offer.end > end):
                     raise RemoteProtocolError(
@@ -258,6 +278,7 @@ class PeerPuller:
                 )
                 await self._answer(offer, priority)
                 if not live and offer.end == end:
+                    self._subscribed.discard(key)  # the upstream ends a historical stream itself
                     break
         finally:
             if self._streams.get(key) is send:
