@@ -11,6 +11,19 @@ a member comparison. Every node caches its member count (``n``) and its lowest m
 
 Nodes are never mutated: an update rebuilds the path from the root to the change and shares the rest.
 Paths are at most ``nbits`` long, so the algorithms loop instead of recursing.
+
+Gap augmentation. Every node also caches the biggest and the hottest of the address-space gaps (see
+``pot.gaps``) lying strictly inside its subtree, i.e. below its split. For an inner node splitting at
+``bit`` those come from its two children: a child ``C`` has the *path gaps* ``R(C.key, p)`` for every
+``p`` with ``bit < p < C.bit``, each served by ``C.n`` members, plus the gaps strictly inside ``C``. Of a
+child's path gaps the first one, ``p = bit + 1``, is both the biggest and the hottest (size halves and
+serving stays as ``p`` grows), so ``join`` chooses among at most four candidates: O(1) per node, computed
+bottom up as the node is created. Since nodes are only ever created by ``leaf`` and ``join``, updates pay
+O(depth) extra and ``build`` O(n), and the cache can never be stale. A leaf has no gap inside.
+
+The cached values are plain numbers and bytes, never references to nodes, so that ``==`` on roots stays
+one walk over the two tries. Neither cache is part of a subtree's identity: both are functions of its
+members, like ``n`` and ``key``.
 """
 
 from __future__ import annotations
@@ -20,23 +33,85 @@ from typing import NamedTuple
 
 
 class Node(NamedTuple):
-    """One trie node; see the module docstring for the invariants."""
+    """One trie node; see the module docstring for the invariants and the gap caches."""
 
     bit: int
     n: int  # members in the subtree
     key: int  # the lowest member of the subtree ...
     addr: bytes  # ... and the same as bytes
     kids: tuple[Node, Node] | None
+    # the biggest gap strictly inside: lowest PO, then lowest anchor; big_po == nbits when there is none
+    big_po: int
+    big_addr: bytes  # its anchor, the lowest member serving it
+    big_n: int  # the members serving it
+    # the hottest gap strictly inside: smallest cost, then lowest PO, then lowest anchor, where
+    # cost = serving << (po + 1) is the inverse of the temperature; hot_po == nbits when there is none,
+    # and then hot_cost is ``no_gap_cost(nbits)``, above every real cost
+    hot_cost: int
+    hot_po: int
+    hot_addr: bytes
+
+
+_new_node = tuple.__new__
+_NO_GAP_COST: dict[int, int] = {}
+
+
+def no_gap_cost(nbits: int) -> int:
+    """The hot cost standing for "no gap": above every gap's, which is at most ``2 ** nbits``.
+
+    The members serving ``R(n, p)`` share their first ``p + 1`` bits, so there are at most
+    ``2 ** (nbits - p - 1)`` of them and ``serving << (p + 1) <= 2 ** nbits``. Cached per ``nbits``, so
+    that all leaves share one int object.
+    """
+    cost = _NO_GAP_COST.get(nbits)
+    if cost is None:
+        cost = _NO_GAP_COST[nbits] = 2 << nbits
+    return cost
 
 
 def leaf(key: int, addr: bytes, nbits: int) -> Node:
     """A one-member subtree."""
-    return Node(nbits, 1, key, addr, None)
+    return _new_node(Node, (nbits, 1, key, addr, None, nbits, addr, 1, no_gap_cost(nbits), nbits, addr))
 
 
 def join(bit: int, low: Node, high: Node) -> Node:
-    """The inner node splitting at ``bit`` over ``low`` (0 at ``bit``) and ``high`` (1 at ``bit``)."""
-    return Node(bit, low.n + high.n, low.key, low.addr, (low, high))
+    """The inner node splitting at ``bit`` over ``low`` (0 at ``bit``) and ``high`` (1 at ``bit``).
+
+    Also picks the node's gap caches from its children's (see the module docstring). Every anchor on the
+    low side is below every anchor on the high side, and a child's path gap (PO ``bit + 1``) has a lower PO
+    than any gap inside that child (PO ``> child.bit >= bit + 1``); the tie rules follow from those two.
+    """
+    # one unpacking each instead of a dozen attribute lookups: join is the inner loop of every update
+    lbit, ln, key, laddr, _, lbig_po, lbig_addr, lbig_n, lhot_cost, lhot_po, lhot_addr = low
+    hbit, hn, _, haddr, _, hbig_po, hbig_addr, hbig_n, hhot_cost, hhot_po, hhot_addr = high
+    po = bit + 1  # the PO of each child's first path gap, if the child has one (po < child bit)
+    # biggest: lowest PO, then lowest anchor
+    if po < lbit:
+        big_po, big_addr, big_n = po, laddr, ln
+    elif po < hbit:
+        big_po, big_addr, big_n = po, haddr, hn
+    elif hbig_po < lbig_po:
+        big_po, big_addr, big_n = hbig_po, hbig_addr, hbig_n
+    else:
+        big_po, big_addr, big_n = lbig_po, lbig_addr, lbig_n
+    # hottest: smallest cost, then lowest PO, then lowest anchor; the two path gaps come last because each
+    # wins a tie with everything before it (lower PO than the insides, lower anchor than the high side's)
+    hot_cost, hot_po, hot_addr = lhot_cost, lhot_po, lhot_addr
+    if hhot_cost < hot_cost or (hhot_cost == hot_cost and hhot_po < hot_po):
+        hot_cost, hot_po, hot_addr = hhot_cost, hhot_po, hhot_addr
+    if po < hbit:
+        cost = hn << (po + 1)
+        if cost <= hot_cost:
+            hot_cost, hot_po, hot_addr = cost, po, haddr
+    if po < lbit:
+        cost = ln << (po + 1)
+        if cost <= hot_cost:
+            hot_cost, hot_po, hot_addr = cost, po, laddr
+    # tuple.__new__ skips the Python-level Node.__new__ (as NamedTuple._make does)
+    n = ln + hn
+    return _new_node(
+        Node, (bit, n, key, laddr, (low, high), big_po, big_addr, big_n, hot_cost, hot_po, hot_addr)
+    )
 
 
 def build(items: Iterable[tuple[int, bytes]], nbits: int) -> Node | None:
@@ -52,14 +127,15 @@ def build(items: Iterable[tuple[int, bytes]], nbits: int) -> Node | None:
     if first is None:
         return None
     prev, addr = first
-    cur = Node(nbits, 1, prev, addr, None)
+    none = no_gap_cost(nbits)
+    cur = _new_node(Node, (nbits, 1, prev, addr, None, nbits, addr, 1, none, nbits, addr))  # leaf(), inlined
     for key, addr in it:
         split = nbits - (prev ^ key).bit_length()
         while waiting_bits and waiting_bits[-1] > split:
             cur = join(waiting_bits.pop(), waiting_lows.pop(), cur)
         waiting_bits.append(split)
         waiting_lows.append(cur)
-        cur = Node(nbits, 1, key, addr, None)
+        cur = _new_node(Node, (nbits, 1, key, addr, None, nbits, addr, 1, none, nbits, addr))
         prev = key
     while waiting_bits:
         cur = join(waiting_bits.pop(), waiting_lows.pop(), cur)

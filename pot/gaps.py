@@ -7,12 +7,20 @@ and *serve* it, and its *temperature* is its size divided by that number.
 
 In the crit-bit trie (see ``pot._trie``) the members of a subtree X whose parent splits at bit ``b`` all
 share the bits ``b + 1 .. X.bit - 1``, and nobody else does; so each PO ``p`` in that stretch gives the
-gap ``R(lowest member of X, p)`` served by ``X.n`` members, and every gap arises this way exactly once.
+gap ``R(lowest member of X, p)`` served by ``X.n`` members (X's *path gaps*), and every gap arises this
+way exactly once.
 
-Both searches walk the trie once, depth first, low side first, and skip every subtree that cannot hold a
-gap better than the best so far: below a split at bit ``s`` no gap has PO under ``s + 1`` or a temperature
-above ``2 ** -(s + 2)``. Ties are broken explicitly (lower PO, then lower anchor), and temperatures are
-compared exactly, as the integer ``serving * 2 ** (po + 1)`` (the inverse of the temperature).
+Both searches cost the same, O(depth): the trie is augmented (see ``pot._trie``) so that every node
+caches the biggest and the hottest gap strictly inside its subtree, picked when the node is created from
+its two children's caches and their first path gaps (O(1) per node, so O(depth) per update). A search
+descends to the subtree X holding the region's members (``Pot._region``, as ``with_prefix`` does) and
+compares X's first path gap inside the region (PO ``region_bits``, if ``region_bits < X.bit``) with X's
+cache. This is the seed's remark that temperature "can be calculated on the fly as the gap is found"
+(seed 003, "Address space gaps"): a gap's temperature follows from the same two numbers as its size, its PO
+and the ``n`` of the subtree it hangs off, at the same place in the trie, so ranking by temperature costs
+one shift and one comparison more than ranking by size, at each node creation and at each search.
+Ties are broken explicitly (lower PO, then lower anchor), and temperatures are compared exactly, as the
+integer ``serving << (po + 1)`` (the inverse of the temperature, the *cost*).
 """
 
 from __future__ import annotations
@@ -69,63 +77,32 @@ def empty_region_gap(region_prefix: bytes, region_bits: int) -> Gap | None:
 
 
 def biggest_gap(top: Node, first_po: int, nbits: int) -> Gap | None:
-    """The gap of lowest PO, then lowest anchor, in subtree ``top`` with PO >= ``first_po``.
+    """The gap of lowest PO, then lowest anchor, in subtree ``top`` with PO >= ``first_po``. O(1).
 
     ``first_po`` must not exceed ``top.bit``: every member of ``top`` shares bits ``first_po .. top.bit - 1``.
     """
-    if first_po < top.bit:  # gaps deeper down all have PO > top.bit
+    if first_po < top.bit:  # gaps strictly inside all have PO > top.bit
         return Gap.of(first_po, top.addr, top.n)
-    best_po = nbits  # no gap has PO nbits: "nothing found yet"
-    best = top
-    later = [top] if top.kids is not None else []  # inner nodes whose children are still to look at
-    pop, push = later.pop, later.append
-    while later:
-        node = pop()
-        po = node.bit + 1  # the PO of each child's own first gap
-        if po > best_po:
-            continue
-        low, high = node.kids  # type: ignore[misc]  # only inner nodes are pushed
-        for kid in (high, low):  # pushed high first, so low is looked into first
-            if po < kid.bit:
-                if po < best_po or kid.key < best.key:
-                    best_po, best = po, kid
-            elif po + 1 < best_po or (po + 1 == best_po and kid.key < best.key):
-                push(kid)  # no gap of its own, so an inner node
-    return None if best_po == nbits else Gap.of(best_po, best.addr, best.n)
+    if top.big_po == nbits:
+        return None
+    return Gap.of(top.big_po, top.big_addr, top.big_n)
 
 
 def hottest_gap(top: Node, first_po: int, nbits: int) -> Gap | None:
-    """The hottest gap (then lowest PO, then lowest anchor) in subtree ``top`` with PO >= ``first_po``.
+    """The hottest gap (then lowest PO, then lowest anchor) in subtree ``top`` with PO >= ``first_po``. O(1).
 
-    Ranks by ``cost = serving << (po + 1)``, the inverse of the temperature: smaller is hotter.
+    Ranks by ``cost = serving << (po + 1)``, the inverse of the temperature: smaller is hotter. ``first_po``
+    as for ``biggest_gap``.
     """
-    best_cost = top.n << (nbits + 1)  # above any gap's cost: "nothing found yet"
-    best_po = nbits
-    best = top
     if first_po < top.bit:
-        best_cost, best_po = top.n << (first_po + 1), first_po
-    later = [top] if top.kids is not None else []  # inner nodes whose children are still to look at
-    pop, push = later.pop, later.append
-    while later:
-        node = pop()
-        po = node.bit + 1  # the PO of each child's own first gap
-        low, high = node.kids  # type: ignore[misc]  # only inner nodes are pushed
-        for kid in (high, low):  # pushed high first, so low is looked into first
-            bit = kid.bit
-            if po < bit:
-                cost = kid.n << (po + 1)
-                if cost < best_cost or (
-                    cost == best_cost and (po < best_po or (po == best_po and kid.key < best.key))
-                ):
-                    best_cost, best_po, best = cost, po, kid
-            if bit < nbits:
-                # below the kid's split: PO >= bit + 1 and serving >= 1, so cost >= 1 << (bit + 2)
-                floor = 1 << (bit + 2)
-                if floor < best_cost or (
-                    floor == best_cost and (bit < best_po - 1 or (bit == best_po - 1 and kid.key < best.key))
-                ):
-                    push(kid)
-    return None if best_po == nbits else Gap.of(best_po, best.addr, best.n)
+        # the hottest of top's own path gaps is the first; on a tie its PO is below any inside gap's
+        cost = top.n << (first_po + 1)
+        if cost <= top.hot_cost:
+            return Gap.of(first_po, top.addr, top.n)
+    po = top.hot_po
+    if po == nbits:
+        return None
+    return Gap.of(po, top.hot_addr, top.hot_cost >> (po + 1))
 
 
 def covered_gap_po(connected: Pot, candidate: bytes) -> int:

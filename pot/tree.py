@@ -6,7 +6,8 @@ the Swarm pot's bins of a node are the subtrees hanging off the path to its pin,
 is the split bit of their lowest common inner node here. The trie is chosen because it is canonical (one
 shape per member set, so equality and iteration order are structural), every inner node has exactly two
 children (so updates copy exactly the root-to-leaf path: O(depth) new nodes, the rest is shared), and its
-split bits give the gap searches their pruning bounds directly.
+split bits are the POs the gaps are made of. Each node also caches the biggest and the hottest gap inside
+its subtree, computed as the node is created, so both gap searches are one O(depth) descent.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ class Pot:
         return Pot._of(node, self._nbits)
 
     def biggest_address_gap(self, region_prefix: bytes = b"", region_bits: int = 0) -> Gap | None:
-        """The gap of lowest PO, then lowest anchor, among the gaps inside the region.
+        """The gap of lowest PO, then lowest anchor, among the gaps inside the region. O(depth).
 
         The region is every address whose first ``region_bits`` bits are those of ``region_prefix`` (0:
         the whole space); only gaps ``R(n, p)`` with ``n`` in it and ``p >= region_bits`` count. A region
@@ -163,7 +164,7 @@ class Pot:
         return biggest_gap(node, region_bits, self._nbits)
 
     def hottest_gap(self, region_prefix: bytes = b"", region_bits: int = 0) -> Gap | None:
-        """The gap of greatest temperature, then lowest PO, then lowest anchor, inside the region.
+        """The gap of greatest temperature, then lowest PO, then lowest anchor, inside the region. O(depth).
 
         Region and None as for ``biggest_address_gap``; an empty region counts as served by 1.
         """

@@ -1,8 +1,9 @@
-"""Tests of the gap searches: the worked examples of seed 003 and brute force over every address."""
+"""Tests of the gap searches: the worked examples of seed 003, brute force over every address, the caches."""
 
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections import Counter
 from fractions import Fraction
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pot import Gap, Pot, covered_gap_po, covering_gap, proximity
+from pot._trie import Node, leaf, no_gap_cost, nodes
 
 
 def b(bits: str) -> bytes:
@@ -326,3 +328,124 @@ def test_candidates_match_brute_force(members: set[int], candidates: list[int]) 
         size = Fraction(1, 2 ** (po + 1))
         expected = (po, bytes([at_po[0]]), float(size), len(at_po), float(size / len(at_po)))
         assert fields(covering_gap(pot, address)) == expected
+
+
+# --- the gap caches of the trie nodes (pot._trie) -----------------------------------------------
+
+Cached = tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]  # (po, anchor, serving) x2
+
+
+def best_of(gaps: set[Naive]) -> Cached:
+    """The biggest and the hottest of ``gaps``, ranked by the documented rules."""
+    if not gaps:
+        return None, None
+    return min(gaps), min(gaps, key=lambda g: (g[2] << (g[0] + 1), g[0], g[1]))
+
+
+def cached(node: Node, nbits: int) -> Cached:
+    """What ``node`` caches, in the same shape; "none" is PO ``nbits`` (and the no-gap cost)."""
+    big = None if node.big_po == nbits else (node.big_po, int.from_bytes(node.big_addr), node.big_n)
+    if node.hot_po == nbits:
+        assert node.hot_cost == no_gap_cost(nbits) == 2 << nbits
+        hot = None
+    else:
+        serving = node.hot_cost >> (node.hot_po + 1)
+        assert node.hot_cost == serving << (node.hot_po + 1)
+        hot = (node.hot_po, int.from_bytes(node.hot_addr), serving)
+    return big, hot
+
+
+def check_caches(pot: Pot) -> None:
+    """Every node's caches equal the best gaps strictly inside its subtree, recomputed from scratch."""
+    nbits = pot.nbits
+    if nbits is None:
+        return
+    for node in nodes(pot._root):
+        members = {n.key for n in nodes(node) if n.kids is None}
+        # gaps strictly inside: anchored at a member of the subtree, PO beyond its split (at the split the
+        # other child is in the way); those only involve the subtree's own members
+        inside = gaps_from_definition(members, nbits, node.key >> (nbits - node.bit), node.bit)
+        assert all(po > node.bit for po, _, _ in inside)
+        assert cached(node, nbits) == best_of(inside), (node.bit, sorted(members))
+
+
+@settings(max_examples=100, deadline=None)
+@given(member_sets(8))
+def test_every_node_caches_its_best_inside_gaps(members: set[int]) -> None:
+    check_caches(Pot.from_addresses(bytes([m]) for m in members))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), member_sets(8)), min_size=1, max_size=5), st.integers(0, 0xFF))
+def test_caches_stay_right_through_adds_and_removes(steps: list[tuple[bool, set[int]]], low: int) -> None:
+    # 16-bit addresses of 8 bits with a fixed low byte; each step adds a set or removes what it names
+    pot, model = Pot(), set()
+    for is_add, values in steps:
+        for value in sorted(values, key=lambda v: (v * 0x9E) & 0xFF):  # not in address order
+            address = bytes([value, low])
+            if is_add:
+                pot = pot.add(address)
+                model.add(address)
+            elif address in model:
+                pot = pot.remove(address)
+                model.discard(address)
+        check_caches(pot)
+        assert pot._root == Pot.from_addresses(model)._root  # caches included: one shape per member set
+
+
+def test_leaf_and_full_subtree_have_no_inside_gap() -> None:
+    pot = Pot.from_addresses(bytes([x]) for x in (0x10, 0x11, 0x80))
+    assert cached(leaf(0x10, b"\x10", 8), 8) == (None, None)
+    root = pot._root
+    assert root is not None and root.kids is not None
+    full = root.kids[0]  # {0x10, 0x11}: splits at bit 7, nothing is missing below
+    assert (full.bit, full.n) == (7, 2) and cached(full, 8) == (None, None)
+    # the root: 0x80 has the path gaps PO 1..7 (served by 1), {0x10, 0x11} the PO 1..6 ones (by 2)
+    assert cached(root, 8) == ((1, 0x10, 2), (1, 0x80, 1))
+
+
+# --- 32-byte addresses: the searches against the definition -------------------------------------
+
+
+def gaps_from_definition(members: set[int], nbits: int, prefix: int, rbits: int) -> set[Naive]:
+    """As ``naive_gaps_by_definition``, with the anchors looked up: fast enough for long addresses."""
+    counts: list[Counter[int]] = [Counter() for _ in range(nbits + 1)]
+    lowest: list[dict[int, int]] = [{} for _ in range(nbits + 1)]
+    for m in sorted(members, reverse=True):
+        for length in range(nbits + 1):
+            counts[length][m >> (nbits - length)] += 1
+            lowest[length][m >> (nbits - length)] = m
+    gaps = set()
+    for n in members:
+        if n >> (nbits - rbits) != prefix:
+            continue
+        for p in range(rbits, nbits):
+            head = n >> (nbits - p - 1)
+            if not counts[p + 1][head ^ 1]:
+                gaps.add((p, lowest[p + 1][head], counts[p + 1][head]))
+    return gaps
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(1, 300), st.integers(0, 40))
+def test_gap_searches_match_the_definition_on_32_byte_addresses(
+    rnd: random.Random, spread: int, clustered: int
+) -> None:
+    nbits = 256
+    node = rnd.getrandbits(nbits)
+    members = {rnd.getrandbits(nbits) for _ in range(spread)}
+    # a cluster close to the node, so that the deeper bins have members and gaps too
+    members |= {node ^ rnd.getrandbits(rnd.randrange(1, nbits)) for _ in range(clustered)}
+    pot = Pot.from_addresses(m.to_bytes(32) for m in members)
+    regions = [(0, 0)] + [(node >> (nbits - 1 - k) ^ 1, k + 1) for k in range(12)]
+    regions += [(node >> (nbits - bits), bits) for bits in (3, 17, 64)]
+    for prefix, bits in regions:
+        prefix_bytes = (prefix << (nbits - bits)).to_bytes(32)
+        if not any(m >> (nbits - bits) == prefix for m in members):
+            assert pot.biggest_address_gap(prefix_bytes, bits) == Gap.of(bits - 1, prefix_bytes, 1)
+            assert pot.hottest_gap(prefix_bytes, bits) == Gap.of(bits - 1, prefix_bytes, 1)
+            continue
+        big, hot = best_of(gaps_from_definition(members, nbits, prefix, bits))
+        assert big is not None and hot is not None  # 256-bit space: never full
+        assert pot.biggest_address_gap(prefix_bytes, bits) == Gap.of(big[0], big[1].to_bytes(32), big[2])
+        assert pot.hottest_gap(prefix_bytes, bits) == Gap.of(hot[0], hot[1].to_bytes(32), hot[2])
