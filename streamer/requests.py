@@ -16,9 +16,19 @@ from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest
 from streamer.outbox import Priority
 
+NO_ANSWER = "no answer in time"  # the failure reason that means "timed out", passed back along a path
+
 
 class RetrieveFailed(Exception):
-    """The peer answered that it cannot deliver, did not answer in time, or went away."""
+    """The peer answered that it cannot deliver, did not answer in time, or went away.
+
+    `reason` is the peer's own words (or ours); `timed_out` says no answer came in time.
+    """
+
+    def __init__(self, message: str, reason: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.timed_out = timed_out
 
 
 @dataclass
@@ -55,13 +65,21 @@ class RequestTable:
                 await conn.send(RetrieveRequest(request_id, address, hop_limit), Priority.RETRIEVAL)
                 await pending.done.wait()
         except trio.ClosedResourceError:
-            raise RetrieveFailed(f"peer {conn.overlay.hex()[:12]} disconnected") from None
+            raise RetrieveFailed(f"peer {conn.overlay.hex()[:12]} disconnected", "disconnected") from None
         finally:
             del self._open[request_id]
         if scope.cancelled_caught:
-            raise RetrieveFailed(f"no answer from peer {conn.overlay.hex()[:12]} within {timeout:g}s")
+            raise RetrieveFailed(
+                f"no answer from peer {conn.overlay.hex()[:12]} within {timeout:g}s",
+                NO_ANSWER,
+                timed_out=True,
+            )
         if pending.failure is not None:
-            raise RetrieveFailed(f"peer {conn.overlay.hex()[:12]} cannot deliver: {pending.failure}")
+            raise RetrieveFailed(
+                f"peer {conn.overlay.hex()[:12]} cannot deliver: {pending.failure}",
+                pending.failure,
+                timed_out=pending.failure == NO_ANSWER,
+            )
         assert pending.data is not None
         return pending.data
 

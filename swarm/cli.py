@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         api_port=None if args.no_api else args.api_port,
         peers=tuple(args.peer),
         network_id=args.network_id,
+        strategy=args.suggest,
     )
     try:
         trio.run(_run_node, config)
@@ -116,17 +118,270 @@ async def _run_node(config: Any) -> None:
                 break
 
 
+# -- which node: --api URL | --node I | --all, with --data-dir ---------------------------------
+
+
+def add_target_options(p: argparse.ArgumentParser, *, allow_all: bool = False) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--api", metavar="URL", help="a node's HTTP API, e.g. http://127.0.0.1:1633")
+    group.add_argument("--node", type=int, metavar="I", help="node I of the local swarm in --data-dir")
+    if allow_all:
+        group.add_argument("--all", action="store_true", help="every node of the local swarm in --data-dir")
+    add_data_dir_option(p)
+
+
+def add_data_dir_option(p: argparse.ArgumentParser) -> None:
+    from swarm.localswarm import default_data_dir
+
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=default_data_dir(),
+        metavar="DIR",
+        help=f"the local swarm's directory (default $SWARM_DATA_DIR or {default_data_dir()})",
+    )
+
+
+def add_suggest_option(p: argparse.ArgumentParser) -> None:
+    from swarm.node import DEFAULT_STRATEGY
+
+    p.add_argument(
+        "--suggest",
+        choices=["first", "gap", "temperature"],
+        default=DEFAULT_STRATEGY,
+        help=f"peer suggestion strategy of the Kademlia connection manager (default {DEFAULT_STRATEGY})",
+    )
+
+
+def target_api(args: argparse.Namespace) -> str:
+    """The API URL the command talks to: --api, else --node I, else node 0 of the local swarm."""
+    from swarm.localswarm import LocalSwarmError, api_url_of, node_indices
+
+    if args.api:
+        return str(args.api)
+    index = args.node
+    if index is None:
+        if not node_indices(args.data_dir):
+            return DEFAULT_API
+        index = 0
+    try:
+        return api_url_of(args.data_dir, index)
+    except LocalSwarmError as exc:
+        raise CliError(str(exc)) from None
+
+
+def all_apis(args: argparse.Namespace) -> list[tuple[int, str | None, str]]:
+    """(index, API URL or None if down, note) for every node of the local swarm."""
+    from swarm.localswarm import LocalSwarmError, api_url_of, node_indices
+
+    indices = node_indices(args.data_dir)
+    if not indices:
+        raise CliError(f"no local swarm in {args.data_dir} (start one with `swarm up`)")
+    found: list[tuple[int, str | None, str]] = []
+    for i in indices:
+        try:
+            found.append((i, api_url_of(args.data_dir, i), ""))
+        except LocalSwarmError as exc:
+            found.append((i, None, str(exc)))
+    return found
+
+
 # -- swarm sync-status --------------------------------------------------------------------------
 
 
 def cmd_sync_status(args: argparse.Namespace) -> int:
-    from swarm.tables import sync_status_text
+    from swarm.tables import sync_status_text, table
 
-    doc = api_get(args.api, "/sync")
+    if not getattr(args, "all", False):
+        doc = api_get(target_api(args), "/sync")
+        if args.json:
+            print_json(doc)
+        else:
+            print(sync_status_text(doc))
+        return 0
+    rows: list[list[object]] = []
+    docs = []
+    for index, url, note in all_apis(args):
+        if url is None:
+            rows.append([index, "", None, None, None, "down"])
+            docs.append({"node": index, "error": note})
+            continue
+        doc = api_get(url, "/sync")
+        docs.append({"node": index, **doc})
+        rows.append(
+            [index, doc["overlay"][:16], doc["depth"], len(doc["peers"]), doc["chunks"], doc["fully_synced"]]
+        )
+    if args.json:
+        print_json(docs)
+    else:
+        print(table(["node", "overlay", "depth", "peers", "chunks", "fully synced"], rows))
+    return 0
+
+
+# -- swarm topology -------------------------------------------------------------------------------
+
+
+def cmd_topology(args: argparse.Namespace) -> int:
+    from swarm.tables import table
+
+    doc = api_get(target_api(args), "/topology")
     if args.json:
         print_json(doc)
-    else:
-        print(sync_status_text(doc))
+        return 0
+    print(
+        f"node {doc['baseAddr'][:16]}  depth {doc['depth']}  known {doc['population']}  "
+        f"connected {doc['connected']}  strategy {doc['strategy']}"
+    )
+    rows = []
+    for po in range(len(doc["bins"])):
+        b = doc["bins"][f"bin_{po}"]
+        if not b["population"]:
+            continue
+        peers = " ".join(p["address"][:8] for p in b["connectedPeers"])
+        rows.append([po, b["population"], b["connected"], peers])
+    print(table(["bin", "known", "connected", "connected peers"], rows) if rows else "no peers known")
+    return 0
+
+
+# -- swarm upload / download ---------------------------------------------------------------------
+
+
+def cmd_upload(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    try:
+        size = path.stat().st_size
+        handle = path.open("rb")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    url = target_api(args)
+    progress = Progress(size, enabled=sys.stderr.isatty() and not args.quiet)
+
+    def body() -> Any:
+        with handle:
+            while piece := handle.read(256 * 1024):
+                progress.advance(len(piece))
+                yield piece
+
+    try:
+        response = httpx.post(f"{url}/bytes", content=body(), timeout=None)
+    except httpx.HTTPError as exc:
+        raise CliError(f"upload to {url} failed: {exc}") from None
+    finally:
+        progress.done()
+    if response.status_code != 201:
+        raise CliError(f"upload to {url} failed with {response.status_code}: {_message(response)}")
+    print(response.json()["reference"])
+    return 0
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    reference = args.reference.removeprefix("0x")
+    if len(reference) != 64 or any(c not in "0123456789abcdefABCDEF" for c in reference):
+        raise CliError(f"a reference is 64 hex characters, got {args.reference!r}")
+    url = target_api(args)
+    out_path = Path(args.output) if args.output else None
+    tmp = out_path.with_name(out_path.name + ".part") if out_path else None
+    try:
+        with httpx.stream("GET", f"{url}/bytes/{reference}", timeout=None) as response:
+            if response.status_code != 200:
+                response.read()
+                raise CliError(f"download failed with {response.status_code}: {_message(response)}")
+            size = int(response.headers.get("content-length", 0))
+            progress = Progress(size, enabled=sys.stderr.isatty() and out_path is not None and not args.quiet)
+            received = 0
+            sink = tmp.open("wb") if tmp else sys.stdout.buffer
+            try:
+                for piece in response.iter_bytes():
+                    sink.write(piece)
+                    received += len(piece)
+                    progress.advance(len(piece))
+            finally:
+                progress.done()
+                if tmp:
+                    sink.close()
+    except httpx.HTTPError as exc:
+        if tmp:
+            tmp.unlink(missing_ok=True)
+        raise CliError(f"download from {url} failed: {exc}") from None
+    if size and received != size:
+        if tmp:
+            tmp.unlink(missing_ok=True)
+        raise CliError(
+            f"download incomplete: got {received} of {size} bytes (a chunk could not be retrieved)"
+        )
+    if tmp and out_path:
+        tmp.replace(out_path)
+    return 0
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when it is a terminal)."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.done_bytes = 0
+        self.started = time.monotonic()
+
+    def advance(self, amount: int) -> None:
+        self.done_bytes += amount
+        if not self.enabled:
+            return
+        fraction = self.done_bytes / self.total if self.total else 1.0
+        bar = "#" * int(30 * fraction)
+        rate = self.done_bytes / max(time.monotonic() - self.started, 1e-6) / 2**20
+        sys.stderr.write(
+            f"\r[{bar:<30}] {fraction:6.1%} {self.done_bytes / 2**20:8.1f} MiB {rate:6.1f} MiB/s"
+        )
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+# -- swarm up -------------------------------------------------------------------------------------
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from swarm.localswarm import LocalSwarm, LocalSwarmError
+    from swarm.tables import table
+
+    node_args = ["--suggest", args.suggest, "--network-id", str(args.network_id)]
+    os.environ["SWARM_LOG_LEVEL"] = args.log_level  # the nodes inherit it
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    swarm = LocalSwarm(
+        args.data_dir,
+        args.nodes,
+        base_port=args.base_port,
+        node_args=node_args,
+        restart=not args.no_restart,
+        say=say,
+    )
+    stopping: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        stopping.append(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            swarm.start()
+        except LocalSwarmError as exc:
+            raise CliError(str(exc)) from None
+        print(table(["node", "overlay", "api", "p2p port", "data directory"], swarm.rows()), flush=True)
+        say(f"{args.nodes} nodes up; Ctrl-C stops them. Logs: {args.data_dir}/node-*/node.log")
+        while not stopping:
+            swarm.watch_once()
+            time.sleep(0.2)
+        say("stopping the swarm ...")
+    finally:
+        swarm.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     return 0
 
 
@@ -178,19 +433,72 @@ def build_parser() -> argparse.ArgumentParser:
         help="a peer to dial and keep connected (repeatable)",
     )
     p.add_argument("--network-id", type=int, default=1, help="only peers of this network connect (default 1)")
+    add_suggest_option(p)
     p.set_defaults(func=cmd_node)
+
+    p = sub.add_parser(
+        "up",
+        help="start a local swarm of N nodes (the main job)",
+        description="Start N `swarm node` processes on loopback (node 0 is the bootnode of the others), "
+        "print a table of them and stay in the foreground; Ctrl-C stops them all cleanly. A node that dies "
+        "is restarted. Data directories (DIR/node-I) persist: running it again resumes the same swarm.",
+    )
+    p.add_argument("--nodes", type=int, default=4, metavar="N", help="how many nodes (default 4)")
+    add_data_dir_option(p)
+    p.add_argument(
+        "--base-port",
+        type=port_number,
+        default=1633,
+        metavar="P",
+        help="node I listens on P+2I (API) and P+2I+1 (peers); 0 picks free ports (default 1633)",
+    )
+    add_suggest_option(p)
+    p.add_argument("--network-id", type=int, default=1, help="network ID of the swarm (default 1)")
+    p.add_argument("--no-restart", action="store_true", help="do not restart nodes that die")
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser(
+        "upload",
+        help="upload a file; prints its reference",
+        description="Cut FILE into a chunk tree at a node and print the reference to download it by.",
+    )
+    p.add_argument("file", metavar="FILE")
+    add_target_options(p)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_upload)
+
+    p = sub.add_parser(
+        "download",
+        help="download a file by its reference",
+        description="Fetch the file REFERENCE from a node (which retrieves what it lacks from the swarm), "
+        "verifying every chunk.",
+    )
+    p.add_argument("reference", metavar="REFERENCE")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
+    add_target_options(p)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_download)
 
     p = sub.add_parser(
         "sync-status",
         help="how far a node is synced with each peer",
-        description="Per peer and bin: cursor, synced ranges, lag; then per peer the loss counters "
-        "(repeat, unsolicited, invalid, missing, resets) with the time each last changed.",
+        description="Per peer and bin: PO, cursor, synced ranges (historical coverage), lag; then per peer "
+        "the loss counters (repeat, unsolicited, invalid, missing, resets) with the time each last changed. "
+        "With --all: one line per node of the local swarm.",
     )
-    p.add_argument(
-        "--api", default=DEFAULT_API, metavar="URL", help=f"the node's API (default {DEFAULT_API})"
-    )
-    p.add_argument("--json", action="store_true", help="print the /sync JSON document instead of tables")
+    add_target_options(p, allow_all=True)
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=cmd_sync_status)
+
+    p = sub.add_parser(
+        "topology",
+        help="a node's Kademlia table",
+        description="Depth, and per bin the known and connected peers of a node.",
+    )
+    add_target_options(p)
+    p.add_argument("--json", action="store_true", help="print the /topology JSON instead of a table")
+    p.set_defaults(func=cmd_topology)
+
     return parser
 
 

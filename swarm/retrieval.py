@@ -19,7 +19,7 @@ import trio
 from localstore import Chunk, ChunkNotFound, InvalidChunk
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest
 from streamer.outbox import Priority
-from streamer.requests import RetrieveFailed
+from streamer.requests import NO_ANSWER, RetrieveFailed
 
 if TYPE_CHECKING:
     from swarm.node import Node
@@ -125,9 +125,8 @@ class Retrieval:
         """Ask the closest closer peers in turn; verify what comes back."""
         hops = self.next_hops(address, origin)[: self.attempts]
         if not hops:
-            raise ChunkUnavailable(address, "not found: no connected peer is closer to it")
-        errors = []
-        timed_out = True
+            raise ChunkUnavailable(address, "not found (no connected peer is closer to it)")
+        timeouts = 0
         with trio.move_on_after(self.timeout) as scope:
             for peer in hops:
                 try:
@@ -135,22 +134,17 @@ class Retrieval:
                         peer.conn, address, hop_limit=hop_limit, timeout=self.timeout
                     )
                 except RetrieveFailed as exc:
-                    errors.append(f"{peer.overlay.hex()[:12]}: {exc}")
-                    timed_out = timed_out and "within" in str(exc)
+                    log.debug("retrieve %s from %s: %s", address.hex()[:12], peer.overlay.hex()[:12], exc)
+                    timeouts += exc.timed_out
                     continue
                 chunk = Chunk(address, data)
                 try:
                     chunk.verify()
                 except InvalidChunk as exc:
-                    errors.append(f"{peer.overlay.hex()[:12]} sent invalid data")
-                    peer.conn.close(
-                        GoodbyeCode.INVALID_CHUNK,
-                        f"invalid chunk in a retrieve delivery: {exc}",
-                        violation=True,
-                    )
-                    timed_out = False
+                    reason = f"invalid chunk in a retrieve delivery: {exc}"
+                    peer.conn.close(GoodbyeCode.INVALID_CHUNK, reason, violation=True)
                     continue
                 return chunk
-        if scope.cancelled_caught:
-            errors.append(f"no answer within {self.timeout:g}s")
-        raise ChunkUnavailable(address, "; ".join(errors), timed_out=timed_out)
+        if timeouts or scope.cancelled_caught:
+            raise ChunkUnavailable(address, NO_ANSWER, timed_out=True)
+        raise ChunkUnavailable(address, f"not found (asked {len(hops)} peer{'s' * (len(hops) > 1)})")
