@@ -19,6 +19,7 @@ import httpx
 import trio
 
 from swarm import __version__
+from swarm.localswarm import LocalSwarmError
 
 DEFAULT_API = "http://127.0.0.1:1633"
 
@@ -515,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return int(args.func(args))
-    except CliError as exc:
+    except (CliError, LocalSwarmError) as exc:
         print(f"swarm: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,172 @@
+"""`swarm up --nodes 6` as a real process tree: upload, download, placement, SIGKILL and recovery."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pot import proximity
+from swarm.chunker import split_bytes
+from swarm.localswarm import read_node_info
+from swarm.testing import poll
+
+pytestmark = pytest.mark.process
+
+NODES = 6
+
+
+def api(data_dir: Path, index: int) -> str:
+    info = read_node_info(data_dir / f"node-{index}")
+    assert info is not None
+    return f"http://127.0.0.1:{info['api_port']}"
+
+
+def sync_doc(data_dir: Path, index: int) -> dict:
+    return httpx.get(api(data_dir, index) + "/sync", timeout=10).json()
+
+
+def all_up(data_dir: Path, pids: dict[int, int] | None = None) -> bool:
+    """Every node answers /health (and, if given, runs under a pid other than the old one)."""
+    for i in range(NODES):
+        info = read_node_info(data_dir / f"node-{i}")
+        if info is None or (pids and info.get("pid") == pids[i]):
+            return False
+        try:
+            if httpx.get(f"http://127.0.0.1:{info['api_port']}/health", timeout=2).status_code != 200:
+                return False
+        except httpx.HTTPError:
+            return False
+    return True
+
+
+def placed(data_dir: Path, addresses: list[bytes]) -> bool:
+    """Every chunk is on every node whose proximity to it is at least that node's depth."""
+    for i in range(NODES):
+        doc = sync_doc(data_dir, i)
+        overlay, depth = bytes.fromhex(doc["overlay"]), doc["depth"]
+        url = api(data_dir, i)
+        with httpx.Client(timeout=10) as client:
+            for address in addresses:
+                responsible = proximity(overlay, address) >= depth
+                if responsible and client.head(f"{url}/chunks/{address.hex()}").status_code != 200:
+                    return False
+    return True
+
+
+def quiet(data_dir: Path) -> bool:
+    return all(sync_doc(data_dir, i)["fully_synced"] for i in range(NODES))
+
+
+def swarm_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "swarm", *args], capture_output=True, timeout=timeout)
+
+
+def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> None:
+    data_dir = tmp_path / "swarm"
+    data = random.Random(11).randbytes(600_000)
+    source = tmp_path / "in.bin"
+    source.write_bytes(data)
+    reference, chunks = split_bytes(data)
+    addresses = [c.address for c in chunks]
+    up = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "swarm",
+            "up",
+            "--nodes",
+            str(NODES),
+            "--data-dir",
+            str(data_dir),
+            "--base-port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        poll(lambda: all_up(data_dir), timeout=60)
+        # everyone learns everyone through the bootnode
+        poll(lambda: all(len(sync_doc(data_dir, i)["peers"]) == NODES - 1 for i in range(NODES)), timeout=60)
+
+        uploaded = swarm_cli("upload", str(source), "--data-dir", str(data_dir), "--node", "0", "-q")
+        assert uploaded.returncode == 0, uploaded.stderr
+        assert uploaded.stdout.decode().strip() == reference.hex()
+
+        poll(lambda: quiet(data_dir) and placed(data_dir, addresses), timeout=90)
+        out = tmp_path / "out.bin"
+        got = swarm_cli(
+            "download", reference.hex(), "-o", str(out), "--data-dir", str(data_dir), "--node", "5"
+        )
+        assert got.returncode == 0, got.stderr
+        assert out.read_bytes() == data
+
+        # SIGKILL two nodes; the supervisor starts them again on the same ports and data
+        victims = [2, 4]
+        pids = {i: read_node_info(data_dir / f"node-{i}")["pid"] for i in range(NODES)}  # type: ignore[index]
+        for i in victims:
+            os.kill(pids[i], signal.SIGKILL)
+        restarted = {i: pids[i] for i in victims}
+        poll(
+            lambda: all(read_node_info(data_dir / f"node-{i}")["pid"] != restarted[i] for i in victims),
+            timeout=60,
+        )  # type: ignore[index]
+        poll(lambda: all_up(data_dir), timeout=60)
+        poll(lambda: all(len(sync_doc(data_dir, i)["peers"]) == NODES - 1 for i in range(NODES)), timeout=60)
+        poll(lambda: quiet(data_dir) and placed(data_dir, addresses), timeout=90)
+        for i in range(NODES):
+            response = httpx.get(f"{api(data_dir, i)}/bytes/{reference.hex()}", timeout=60)
+            assert response.status_code == 200 and response.content == data, i
+        # the command-line views work against the live swarm
+        status = swarm_cli("sync-status", "--all", "--data-dir", str(data_dir))
+        assert status.returncode == 0 and status.stdout.decode().count("yes") == NODES
+        topo = swarm_cli("topology", "--data-dir", str(data_dir), "--node", "3", "--json")
+        assert topo.returncode == 0 and b'"connected": 5' in topo.stdout
+    finally:
+        up.send_signal(signal.SIGINT)
+        try:
+            output, _ = up.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(up.pid, signal.SIGKILL)
+            output, _ = up.communicate()
+    assert up.returncode == 0, output.decode()[-2000:]
+    # every node process is gone after Ctrl-C
+    for i in range(NODES):
+        info = read_node_info(data_dir / f"node-{i}")
+        assert info is not None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(info["pid"], 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"node {i} (pid {info['pid']}) still running after the swarm stopped")
+
+
+def test_commands_fail_with_one_clear_line(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing"
+    for args, words in [
+        (["sync-status", "--all", "--data-dir", str(empty)], "no local swarm"),
+        (["download", "xyz", "--data-dir", str(empty)], "64 hex characters"),
+        (["upload", str(tmp_path / "missing.bin"), "--data-dir", str(empty)], "cannot read"),
+        (["sync-status", "--api", "http://127.0.0.1:9"], "cannot reach the node API"),
+        (["up", "--nodes", "0", "--data-dir", str(empty)], "at least 1"),
+    ]:
+        result = swarm_cli(*args)
+        err = result.stderr.decode()
+        assert result.returncode != 0, args
+        assert words in err and "Traceback" not in err, (args, err)
+        assert len(err.strip().splitlines()) == 1, err
+    result = swarm_cli("node", "--data-dir", str(empty), "--peer", "nohostport")
+    assert result.returncode == 2 and "HOST:PORT" in result.stderr.decode()
