@@ -12,10 +12,18 @@ def neighbourhood_depth(
 ) -> int:
     """The depth of a table given, for every bin 0..max_po, its connected and known peer counts.
 
-    Depth is the highest PO ``d`` such that the connected peers with bin >= ``d`` number at least
-    ``neighbourhood_size``; 0 if there are fewer connected peers than that; and never deeper than the
-    shallowest bin that has known peers but no connected peer (a bin we could still fill: until it is
-    filled, the chunks of that bin have nobody closer to send them to, so they are ours to keep).
+    Depth is the smaller of two bounds: the highest PO ``d`` such that the connected peers with bin >= ``d``
+    number at least ``neighbourhood_size`` (0 if there are fewer connected peers than that), and the
+    shallowest bin with no connected peer, whether or not peers of it are known (ethersphere/bee's rule).
+
+    Why the empty-bin cap: the node closest to a chunk, sharing ``q`` bits with it, has no node at all in
+    its bin ``q`` (one there would be closer to the chunk), so the cap keeps its depth at most ``q``: the
+    chunk lies in its neighbourhood, it stores every chunk routed to it, and pull syncing carries any
+    chunk up to it. A cap on known-but-unconnected bins alone let that depth pass ``q``; the node closest
+    to the chunk, where greedy retrieval ends, then neither kept nor pulled it.
+
+    ``known_counts`` no longer affects the result (the old "known but not connected" cap is a special case
+    of the empty-bin cap); it is kept for the callers' signature and checked to have as many bins.
     """
     if len(connected_counts) != len(known_counts):
         raise ValueError(
@@ -31,7 +39,7 @@ def neighbourhood_depth(
             depth = po
             break
     for po in range(depth):
-        if known_counts[po] > 0 and connected_counts[po] == 0:
+        if connected_counts[po] == 0:
             return po
     return depth
 

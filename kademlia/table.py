@@ -207,8 +207,10 @@ class PeerTable:
         """The neighbourhood depth.
 
         The highest PO d such that the connected peers with bin >= d number at least
-        ``neighbourhood_size``; 0 if there are fewer connected peers than that; and never deeper than the
-        shallowest bin that has known peers but no connected peer (a bin we could still fill).
+        ``neighbourhood_size`` (0 if there are fewer connected peers than that), but never deeper than the
+        shallowest bin with no connected peer, known peers or not (bee's rule). The node closest to a chunk
+        has an empty bin exactly where the chunk lies, so this cap keeps that chunk in its neighbourhood:
+        it keeps every chunk routed to it. See :func:`~kademlia.depth.neighbourhood_depth`.
         """
         if self._depth is None:
             self._depth = neighbourhood_depth(

@@ -291,7 +291,7 @@ def test_stops_at_saturation_below_depth() -> None:
         neighbourhood_size=2,
     )
     assert settle(t) == [a("10000000"), a("10010000"), a("00000010"), a("00000001")]
-    assert t.depth() == 6
+    assert t.depth() == 1  # bins 1-5 hold no peer: the empty bin 1 caps the depth, bin 0 is below it
     assert t.connected(0) == [a("10000000"), a("10010000")]
     assert t.known_count() - t.connected_count() == 2
 
@@ -300,6 +300,7 @@ def test_completes_the_neighbourhood_and_depth_grows() -> None:
     t = table_of(
         known=[
             *["10000000", "10000001"],  # bin 0
+            *["01000000", "00100000", "00010000", "00001000"],  # bins 1-4, one each (no empty bin caps)
             *["00000100", "00000101", "00000110", "00000111"],  # bin 5
             *["00000010", "00000011"],  # bin 6
             "00000001",  # bin 7
@@ -308,10 +309,9 @@ def test_completes_the_neighbourhood_and_depth_grows() -> None:
         neighbourhood_size=3,
     )
     picked = settle(t)
-    # saturation first: one per bin (0, 5, 6, 7); depth is then 5 and bins 5 and 6 fill up
-    assert picked == [a(x) for x in ["10000000", "00000100", "00000010", "00000001"]] + [
-        a(x) for x in ["00000101", "00000110", "00000111", "00000011"]
-    ]
+    # saturation first: one per bin 0..7; depth is then 5 and bins 5 and 6 fill up
+    first_pass = [a(f"{1 << (7 - po):08b}") for po in range(8)]  # 10000000, 01000000, ..., 00000001
+    assert picked == [*first_pass, *(a(x) for x in ["00000101", "00000110", "00000111", "00000011"])]
     assert t.depth() == 6
     assert not t.is_connected(a("10000001"))  # bin 0 stays at saturation
 
@@ -324,8 +324,10 @@ def test_first_pass_uses_the_strategy() -> None:
 
 
 def test_neighbourhood_pass_uses_the_strategy() -> None:
-    # bin 5 is the neighbourhood and already saturated (saturation 1); 00000101 is po 7 from 00000100
-    t = table_of(["10000000", "00000100", "00000010", "00000001"], ["00000101", "00000110"], saturation=1)
+    # bin 5 is the neighbourhood and already saturated (saturation 1); 00000101 is po 7 from 00000100;
+    # bins 0-4 hold one peer each, so no empty bin caps the depth below 5
+    shallow = ["10000000", "01000000", "00100000", "00010000", "00001000"]
+    t = table_of([*shallow, "00000100", "00000010", "00000001"], ["00000101", "00000110"], saturation=1)
     assert t.depth() == 5
     assert suggest_peer(t, FIRST) == a("00000101")
     assert suggest_peer(t, GAP) == a("00000110")
@@ -341,12 +343,16 @@ def test_honours_is_callable() -> None:
 
 
 def test_settled_when_saturated_and_neighbourhood_complete() -> None:
-    t = table_of(["10000000", "10000001", "00000010", "00000001", "00000011"], ["11000000"], saturation=2)
+    # bins 1-5 hold one connected peer each (unsaturated, but nothing else known there)
+    shallow = ["01000000", "00100000", "00010000", "00001000", "00000100"]
+    t = table_of(
+        ["10000000", "10000001", *shallow, "00000010", "00000001", "00000011"], ["11000000"], saturation=2
+    )
     assert t.depth() == 6
     assert suggest_peer(t, GAP) is None
     assert is_settled(t)
-    t.add_known(a("00000100"))  # bin 5 below depth, unsaturated
-    assert suggest_peer(t, GAP) == a("00000100")
+    t.add_known(a("00000101"))  # bin 5 below depth, unsaturated
+    assert suggest_peer(t, GAP) == a("00000101")
 
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kademlia import PeerTable, neighbourhood_depth, sync_bins
-from pot import Pot
+from kademlia import STRATEGIES, PeerTable, get_strategy, neighbourhood_depth, suggest_peer, sync_bins
+from pot import Pot, proximity
 
 
 def a(bits: str) -> bytes:
@@ -19,6 +20,11 @@ def a(bits: str) -> bytes:
 
 
 BASE = a("00000000")
+
+
+def fill(*bins: int) -> list[str]:
+    """One peer per bin for base 00000000: bin b gets the address with only bit b set (fill(1): 01000000)."""
+    return [f"{1 << (7 - b):08b}" for b in bins]
 
 
 def table_of(connected: Sequence[str] = (), known: Sequence[str] = (), **kwargs: int) -> PeerTable:
@@ -44,20 +50,18 @@ def po_bits(x: bytes, y: bytes) -> int:
     return n
 
 
-def model_depth(base: bytes, known: set[bytes], connected: set[bytes], nsize: int, max_po: int) -> int:
+def model_depth(base: bytes, connected: set[bytes], nsize: int, max_po: int) -> int:
+    """min(the neighbourhood-size rule, every bin with no connected peer); known peers play no part."""
+
     def bin_(p: bytes) -> int:
         return min(po_bits(base, p), max_po)
 
-    raw = max(
+    by_size = max(
         (d for d in range(max_po + 1) if sum(1 for p in connected if bin_(p) >= d) >= nsize),
         default=0,
     )
-    fillable = [
-        b
-        for b in range(max_po + 1)
-        if any(bin_(p) == b for p in known) and not any(bin_(p) == b for p in connected)
-    ]
-    return min([raw, *fillable])
+    empty = [b for b in range(max_po + 1) if not any(bin_(p) == b for p in connected)]
+    return min([by_size, *empty])
 
 
 # -- bins and bookkeeping ----------------------------------------------------------------------------
@@ -157,29 +161,32 @@ def test_connected_pot_is_the_gap_set_with_or_without_base() -> None:
 
 # -- depth ----------------------------------------------------------------------------------------------
 
+BIN3 = ["00010000", "00010001", "00010010"]  # three peers in bin 3
+DEEP = ["00000001", "00000010", "00000011"]  # bins 7, 6, 6: depth 6 with neighbourhood size 3, once ...
+FILL_0_5 = fill(0, 1, 2, 3, 4, 5)  # ... no bin below 6 is empty
+
 DEPTH_CASES = [
     # (connected, known only, neighbourhood_size, max_po, depth)
     pytest.param([], [], 3, 31, 0, id="empty"),
     pytest.param([], ["10000000", "00000001"], 3, 31, 0, id="known only"),
     pytest.param(["00000100", "00000010"], [], 3, 31, 0, id="fewer connected than neighbourhood"),
-    pytest.param(["10000000", "01000000", "00100000", "00010000"], [], 3, 31, 1, id="3 in bins>=1"),
-    pytest.param(["00010000", "00010001", "00010010", "10000000"], [], 3, 31, 3, id="three in bin 3"),
-    pytest.param(["00000001", "00000010", "00000011"], [], 3, 31, 6, id="bins 6 and 7"),
-    pytest.param(["00000001", "00000010", "00000011"], [], 1, 31, 7, id="neighbourhood of one"),
-    pytest.param(["00000001", "00000010", "00000100"], [], 3, 3, 3, id="capped at max_po"),
-    pytest.param(
-        ["00010000", "00010001", "00010010", "10000000"], ["01000000"], 3, 31, 1, id="empty bin 1 caps"
-    ),
-    pytest.param(
-        ["01000000", "01000001", "01000010"], ["10000000"], 3, 31, 0, id="empty bin 0 caps to 0"
-    ),
-    pytest.param(
-        ["00010000", "00010001", "00010010", "10000000"], ["00001000"], 3, 31, 3, id="empty deeper bin"
-    ),
-    pytest.param(
-        ["00010000", "00010001", "00010010", "10000000"], ["11000000", "00010011"], 3, 31, 3,
-        id="known in filled bins: no cap",
-    ),
+    pytest.param(fill(0, 1, 2, 3), [], 3, 31, 1, id="3 in bins>=1"),
+    # the neighbourhood-size rule says 3, but bins 1 and 2 hold no peer at all
+    pytest.param([*BIN3, "10000000"], [], 3, 31, 1, id="three in bin 3"),
+    pytest.param([*BIN3, *fill(0, 1, 2)], [], 3, 31, 3, id="three in bin 3, bins 0-2 filled"),
+    pytest.param([*BIN3, *fill(0, 1)], [], 3, 31, 2, id="empty bin 2 caps, nothing known there"),
+    pytest.param(DEEP, [], 3, 31, 0, id="bins 6 and 7, bins 0-5 empty"),
+    pytest.param([*DEEP, *FILL_0_5], [], 3, 31, 6, id="bins 6 and 7"),
+    pytest.param([*DEEP, *FILL_0_5], [], 1, 31, 7, id="neighbourhood of one"),
+    pytest.param(fill(*range(8)), [], 3, 31, 5, id="one peer in every bin"),
+    pytest.param(["00000001", "00000010", "00000100", *fill(0, 1, 2)], [], 3, 3, 3, id="capped at max_po"),
+    pytest.param(["00000001", "00000010", "00000100", *fill(0, 1)], [], 3, 3, 2, id="bin 2 empty, max_po 3"),
+    pytest.param([*BIN3, "10000000"], ["01000000"], 3, 31, 1, id="empty bin 1 caps"),
+    pytest.param(["01000000", "01000001", "01000010"], ["10000000"], 3, 31, 0, id="empty bin 0 caps to 0"),
+    pytest.param(["01000000", "01000001", "01000010"], [], 3, 31, 0, id="empty bin 0 caps, nothing known"),
+    pytest.param([*BIN3, *fill(0, 1, 2)], ["00001000"], 3, 31, 3, id="empty deeper bin"),
+    pytest.param([*BIN3, *fill(0, 1, 2), "00000001"], [], 3, 31, 3, id="empty bins 4-6 beyond depth"),
+    pytest.param([*BIN3, *fill(0, 1, 2)], ["11000000", "00010011"], 3, 31, 3, id="known in filled bins"),
 ]  # fmt: skip
 
 
@@ -187,21 +194,37 @@ DEPTH_CASES = [
 def test_depth_cases(connected: list[str], known: list[str], nsize: int, max_po: int, depth: int) -> None:
     t = table_of(connected, known, neighbourhood_size=nsize, max_po=max_po)
     assert t.depth() == depth
-    c = {a(x) for x in connected}
-    assert model_depth(BASE, c | {a(x) for x in known}, c, nsize, max_po) == depth
+    assert model_depth(BASE, {a(x) for x in connected}, nsize, max_po) == depth
+    # known peers do not matter: the same connected peers alone give the same depth
+    assert table_of(connected, neighbourhood_size=nsize, max_po=max_po).depth() == depth
 
 
 def test_depth_follows_changes() -> None:
-    t = table_of(["00010000", "00010001", "00010010", "10000000"])
+    t = table_of([*BIN3, *fill(0, 1, 2)])
     assert t.depth() == 3
-    t.add_known(a("01000000"))
-    assert t.depth() == 1
-    t.connect(a("01000000"))
+    t.disconnect(a("01000000"))
+    assert t.depth() == 1  # bin 1 is empty (its peer still known)
+    t.remove_known(a("01000000"))
+    assert t.depth() == 1  # and still caps once nothing of it is known
+    t.add_known(a("01000001"))
+    assert t.depth() == 1  # learning a peer changes nothing
+    t.connect(a("01000001"))
     assert t.depth() == 3
     t.disconnect(a("00010010"))
-    assert t.depth() == 1  # bins >= 1 now hold 00010000, 00010001, 01000000
-    t.remove_known(a("01000000"))
-    assert t.depth() == 0  # bins >= 0 hold just three
+    assert t.depth() == 2  # bins >= 2 now hold 00100000, 00010000, 00010001
+    t.disconnect(a("10000000"))
+    assert t.depth() == 0  # bin 0 is empty
+    t.connect(a("10000000"))
+    assert t.depth() == 2
+
+
+def test_neighbourhood_depth_ignores_known_counts() -> None:
+    for connected in ([1, 0, 3], [1, 1, 3], [0, 2, 2], [4, 0, 0], [0, 0, 0]):
+        depths = {neighbourhood_depth(connected, known, 3) for known in ([5, 5, 5], connected, [0, 0, 0])}
+        assert len(depths) == 1, connected
+    assert neighbourhood_depth([1, 0, 3], [1, 0, 3], 3) == 1
+    assert neighbourhood_depth([1, 1, 3], [1, 1, 3], 3) == 2
+    assert neighbourhood_depth([0, 2, 2], [0, 2, 2], 3) == 0
 
 
 def test_neighbourhood_depth_checks_its_inputs() -> None:
@@ -249,7 +272,7 @@ def test_depth_matches_brute_force_model(
             t.remove_known(peer)
             known.discard(peer)
             connected.discard(peer)
-        assert t.depth() == model_depth(base, known, connected, nsize, max_po)
+        assert t.depth() == model_depth(base, connected, nsize, max_po)
     assert set(t.connected_pot(with_base=False)) == connected
     assert set(t.connected_pot()) == connected | {base}
     assert set(t.known_peers()) == known
@@ -257,6 +280,50 @@ def test_depth_matches_brute_force_model(
     for po in range(max_po + 1):
         assert set(t.known(po)) == {p for p in known if min(po_bits(base, p), max_po) == po}
         assert set(t.connected(po)) == {p for p in connected if min(po_bits(base, p), max_po) == po}
+
+
+def settled_network(seed: int, strategy: str) -> dict[bytes, PeerTable]:
+    """16-32 nodes with 2-byte addresses, each knowing all the others (in its own order), connected two-way
+    with ``suggest_peer`` until every table is settled."""
+    rng = random.Random(seed)
+    addresses = [x.to_bytes(2) for x in rng.sample(range(2**16), rng.randint(16, 32))]
+    tables: dict[bytes, PeerTable] = {}
+    for me in addresses:
+        t = PeerTable(me)
+        others = [x for x in addresses if x != me]
+        rng.shuffle(others)
+        for x in others:
+            t.add_known(x)
+        tables[me] = t
+    for _ in range(len(addresses) ** 2):
+        moved = False
+        for me, t in tables.items():
+            peer = suggest_peer(t, get_strategy(strategy))
+            if peer is not None:
+                t.connect(peer)
+                tables[peer].connect(me)
+                moved = True
+        if not moved:
+            return tables
+    pytest.fail("suggestions did not converge")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_closest_node_has_every_chunk_address_in_its_neighbourhood(seed: int) -> None:
+    # Greedy retrieval ends at the node closest to the chunk (no connected peer is closer); pull syncing
+    # only carries a chunk to nodes whose neighbourhood holds it. So the closest node n* must have
+    # proximity(n*, c) >= its depth. n*'s bin q = proximity(n*, c) holds no node at all (it would be
+    # closer to c), and the empty-bin cap keeps n*'s depth <= q; a cap on known-but-unconnected bins
+    # alone would not, since n* knows every node and none lies in bin q.
+    strategy = sorted(STRATEGIES)[seed % len(STRATEGIES)]
+    tables = settled_network(seed, strategy)
+    rng = random.Random(-seed)
+    chunks = [rng.randrange(2**16).to_bytes(2) for _ in range(2000)]
+    chunks += [(int.from_bytes(n) ^ 1 << k).to_bytes(2) for n in tables for k in range(16)]  # near nodes
+    assert max(t.depth() for t in tables.values()) > 0
+    for c in chunks:
+        closest = min(tables, key=lambda n: int.from_bytes(n) ^ int.from_bytes(c))
+        assert proximity(closest, c) >= tables[closest].depth(), (closest.hex(), c.hex())
 
 
 # -- saturation ---------------------------------------------------------------------------------------
@@ -270,7 +337,9 @@ def test_saturation_counts_connected_peers_of_the_bin() -> None:
     assert not t.is_saturated(0)
 
 
-DEEP = ["00000001", "00000010", "00000011"]  # bins 7, 6, 6: depth 6 with neighbourhood size 3
+# One filler peer per bin, alone in its bin: never over-saturated, and redundancy is measured within a
+# bin, so it does not change which peers of another bin go first.
+FILL_1_5 = fill(1, 2, 3, 4, 5)
 
 
 def test_over_saturated_drops_most_redundant_first_recomputing_after_each() -> None:
@@ -278,7 +347,7 @@ def test_over_saturated_drops_most_redundant_first_recomputing_after_each() -> N
     # then 10000000 stands alone (proximity 1 to the rest) while 11100000 and 11110000 are proximity 3
     # apart: 11110000 goes. A ranking computed once would drop 10000000 second instead.
     bin0 = ["10000000", "10000001", "11000000", "11100000", "11110000"]
-    t = table_of(bin0 + DEEP, saturation=2, over_saturation=3)
+    t = table_of(bin0 + FILL_1_5 + DEEP, saturation=2, over_saturation=3)
     assert t.depth() == 6
     assert t.over_saturated() == [a("10000001"), a("11110000")]
 
@@ -286,7 +355,7 @@ def test_over_saturated_drops_most_redundant_first_recomputing_after_each() -> N
 def test_over_saturated_ties_go_to_the_higher_address_and_shallow_bins_first() -> None:
     bin0 = ["10000000", "10100000", "11000000", "11100000"]  # pairwise proximity 1 or 2: 10.. and 11..
     bin1 = ["01000000", "01000001", "01100000"]
-    t = table_of(bin0 + bin1 + DEEP, saturation=1, over_saturation=2)
+    t = table_of(bin0 + bin1 + fill(2, 3, 4, 5) + DEEP, saturation=1, over_saturation=2)
     assert t.depth() == 6
     # bin 0: all four have redundancy 2, the highest goes (11100000); then 10000000/10100000 are
     # redundancy 2, 11000000 has 1: 10100000 goes. bin 1: 01000001 (7, higher of the pair).
@@ -299,18 +368,21 @@ def test_over_saturated_ties_go_to_the_higher_address_and_shallow_bins_first() -
 
 def test_over_saturated_spares_bins_at_or_below_the_limit_and_the_neighbourhood() -> None:
     # 4 connected in bin 0 with over_saturation 4: nothing to drop
-    t = table_of(["10000000", "10000001", "10000010", "10000011", *DEEP], saturation=2, over_saturation=4)
+    bin0 = ["10000000", "10000001", "10000010", "10000011"]
+    t = table_of([*bin0, *FILL_1_5, *DEEP], saturation=2, over_saturation=4)
+    assert t.depth() == 6
     assert t.over_saturated() == []
     # a crowded neighbourhood (bins >= depth) is never over-saturated
-    crowded = [f"{i:08b}" for i in range(1, 16)]  # bins 4..7
-    t = table_of(crowded, saturation=1, over_saturation=1, neighbourhood_size=15)
+    crowded = [f"{i:08b}" for i in range(1, 16)]  # bins 4..7: 8, 4, 2 and 1 peers
+    shallow = fill(0, 1, 2, 3)  # one each, at the over-saturation limit
+    t = table_of(crowded + shallow, saturation=1, over_saturation=1, neighbourhood_size=15)
     assert t.depth() == 4
     assert t.over_saturated() == []
-    t = table_of(crowded, saturation=1, over_saturation=1, neighbourhood_size=3)
+    t = table_of(crowded + shallow, saturation=1, over_saturation=1, neighbourhood_size=3)
     assert t.depth() == 6
     dropped = t.over_saturated()
     assert len(dropped) == (8 - 1) + (4 - 1)  # bins 4 and 5 trimmed to one peer each
-    assert all(t.bin_of(p) < 6 for p in dropped)
+    assert {t.bin_of(p) for p in dropped} == {4, 5}
 
 
 # -- sync rule --------------------------------------------------------------------------------------------
@@ -343,10 +415,11 @@ def test_sync_bins_rejects_bad_arguments(peer_po: int, depth: int, max_po: int) 
 
 
 def test_sync_bins_for_uses_the_tables_depth() -> None:
-    t = table_of(["00010000", "00010001", "00010010", "10000000"], max_po=7)
+    t = table_of([*BIN3, *fill(0, 1, 2)], max_po=7)
     assert t.depth() == 3
     assert t.sync_bins_for(a("10000000")) == [0]  # a far peer: only the chunks closer to us
     assert t.sync_bins_for(a("01000000")) == [1]
+    assert t.sync_bins_for(a("00100001")) == [2]  # not even known
     assert t.sync_bins_for(a("00010001")) == [3, 4, 5, 6, 7]  # a neighbour: the whole neighbourhood
     assert t.sync_bins_for(a("00000001")) == [3, 4, 5, 6, 7]
 
