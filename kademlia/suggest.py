@@ -151,8 +151,8 @@ def suggest_peer(
     3. Else None: bins are saturated and the neighbourhood is complete.
 
     Why this converges without connecting everyone: connecting only ever adds peers, so the count of
-    connected peers at or beyond any PO only grows and a bin with known but no connected peers (which caps
-    the depth) only disappears; depth therefore never decreases. Step 1 fills every bin to saturation
+    connected peers at or beyond any PO only grows and a bin with no connected peer (which caps the
+    depth) only disappears; depth therefore never decreases. Step 1 fills every bin to saturation
     (or to all its callable peers), which lifts the empty-bin cap; step 2 connects the whole
     neighbourhood, which can only push the depth deeper, turning former neighbourhood bins into saturated
     bins that need nothing more. Each suggestion connects one more peer, so the process ends, and bins
