@@ -162,12 +162,14 @@ class PeerPuller:
         self.fetch = fetch
         self.stats = puller.stats_of(self.overlay)
         self.epoch: int | None = None
-        self.cursors: list[int] = [0] * BINS
+        self.cursors: list[int] = [0] * BINS  # highest bin ID known, from replies and offers
+        self._replied: list[int] = [0] * BINS  # the cursors of the last reply
         self.intervals: dict[int, Intervals] = {}
         self._bins: dict[int, trio.CancelScope] = {}
         self._bin_done: dict[int, trio.Event] = {}
         self._subscribed: set[tuple[int, bool]] = set()  # streams the upstream is serving us
         self._streams: dict[tuple[int, bool], trio.MemorySendChannel[OfferedHashes]] = {}
+        self._unanswered: dict[tuple[int, bool], int] = {}  # offers received, want not sent yet
         self._ever: set[tuple[int, bool]] = set()
         self._cursor_reply: trio.MemorySendChannel[CursorsReply] | None = None
         self._progress = trio.lowlevel.ParkingLot()  # woken whenever one of our batches completes
@@ -199,14 +201,17 @@ class PeerPuller:
         raise RemoteProtocolError(f"no cursors reply within {self.puller.config.cursor_timeout:g}s")
 
     def _take_cursors(self, reply: CursorsReply) -> None:
+        """Take a cursors reply. Replies must never go back; they may lag our view, though:
+        a live offer sent after the snapshot can be answered before the reply is read here."""
         if reply.epoch != self.epoch:
             raise RemoteProtocolError("store epoch changed within one connection")
         for bin, cursor in enumerate(reply.cursors[:BINS]):
-            if cursor < self.cursors[bin]:
+            if cursor < self._replied[bin]:
                 raise RemoteProtocolError(
-                    f"cursor of bin {bin} went back from {self.cursors[bin]} to {cursor}"
+                    f"cursor of bin {bin} went back from {self._replied[bin]} to {cursor}"
                 )
-            self.cursors[bin] = cursor
+            self._replied[bin] = cursor
+            self.cursors[bin] = max(self.cursors[bin], cursor)
 
     def set_bins(self, bins: list[int]) -> None:
         """Pull exactly these bins: start the new ones, stop those no longer wanted.
@@ -229,7 +234,12 @@ class PeerPuller:
 
     async def _sync_bin(self, bin: int, scope: trio.CancelScope, previous: trio.Event | None) -> None:
         if previous is not None:
+            # the bin ran before: its Unsubscribe is out; wait for the batches it left open, or the
+            # new subscription's first offer could repeat one of them
             await previous.wait()
+            await self._wait_until(
+                lambda: not self._incomplete(bin, False) and not self._incomplete(bin, True), bin
+            )
         done = self._bin_done[bin] = trio.Event()
         try:
             with scope:
@@ -260,6 +270,7 @@ class PeerPuller:
         key = (bin, live)
         send, receive = trio.open_memory_channel[OfferedHashes](DEFAULT_WINDOW)
         self._streams[key] = send
+        self._unanswered[key] = 0
         self._ever.add(key)
         priority = stream_priority(live)
         expected = start
@@ -277,6 +288,7 @@ class PeerPuller:
                     lambda: self._incomplete(bin, live) < self.puller.config.max_incomplete, bin
                 )
                 await self._answer(offer, priority)
+                self._unanswered[key] -= 1
                 if not live and offer.end == end:
                     self._subscribed.discard(key)  # the upstream ends a historical stream itself
                     break
@@ -336,12 +348,10 @@ class PeerPuller:
             if key in self._ever:
                 return  # sent before our Unsubscribe (or after our last range) reached the peer
             raise RemoteProtocolError(f"offer for bin {msg.bin}, which was never subscribed")
-        try:
-            stream.send_nowait(msg)
-        except trio.WouldBlock:
-            raise RemoteProtocolError(
-                f"more than {DEFAULT_WINDOW} unanswered offers for bin {msg.bin}"
-            ) from None
+        if self._unanswered[key] >= DEFAULT_WINDOW:
+            raise RemoteProtocolError(f"more than {DEFAULT_WINDOW} unanswered offers for bin {msg.bin}")
+        self._unanswered[key] += 1
+        stream.send_nowait(msg)  # cannot block: the channel holds DEFAULT_WINDOW
 
     def on_delivery(self, msg: ChunkDelivery) -> None:
         now = self.puller.clock()
