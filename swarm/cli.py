@@ -91,6 +91,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         peers=tuple(args.peer),
         network_id=args.network_id,
         strategy=args.suggest,
+        gossip=not args.no_gossip,
     )
     try:
         trio.run(_run_node, config)
@@ -435,6 +436,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--network-id", type=int, default=1, help="only peers of this network connect (default 1)")
     add_suggest_option(p)
+    p.add_argument(
+        "--no-gossip",
+        action="store_true",
+        help="static peering: no peer records sent or learned (only --peer and peers that dial in)",
+    )
     p.set_defaults(func=cmd_node)
 
     p = sub.add_parser(

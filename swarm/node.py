@@ -57,6 +57,7 @@ class NodeConfig:
     neighbourhood_size: int = 3
     saturation: int = 4
     over_saturation: int = 8
+    gossip: bool = True  # False: static peering, no peer records sent or learned
     gossip_interval: float = 5.0
     live_idle: float = 0.05
     retrieve_timeout: float = 10.0
@@ -152,7 +153,8 @@ class Node:
 
                     self.api_port = await nursery.start(serve_api, self, config.api_host, config.api_port)
                 await nursery.start(self.manager.run)
-                nursery.start_soon(self.gossip.run, lambda: list(self.peers.values()))
+                if config.gossip:
+                    nursery.start_soon(self.gossip.run, lambda: list(self.peers.values()))
                 for host, port in config.peers:
                     nursery.start_soon(self.keep_bootnode, host, port)
                 self._write_node_json()
@@ -295,7 +297,8 @@ class Node:
         )
         conn.start_soon(peer.puller.run)
         assert self.gossip is not None
-        conn.start_soon(self.gossip.tell, peer)
+        if self.config.gossip:
+            conn.start_soon(self.gossip.tell, peer)
         if ready is not None:
             ready.set()
         try:
@@ -339,7 +342,8 @@ class Node:
 
     def on_peer_records(self, peer: Peer, msg: Peers) -> None:
         assert self.gossip is not None
-        self.gossip.on_records(peer, msg)
+        if self.config.gossip:
+            self.gossip.on_records(peer, msg)
 
     # -- status -------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from localstore import Chunk, ChunkNotFound, InvalidChunk
+from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest
 from streamer.outbox import Priority
 from streamer.requests import NO_ANSWER, RetrieveFailed
@@ -49,6 +50,7 @@ class Retrieval:
         self.timeout = timeout
         self.attempts = attempts
         self._serving: dict[bytes, int] = {}
+        self._open_ids: dict[bytes, set[int]] = {}  # per peer: request IDs being answered
         self.served = 0
         self.forwarded = 0
         self.failed = 0
@@ -69,6 +71,9 @@ class Retrieval:
     # -- for peers ----------------------------------------------------------------------------
 
     def on_request(self, peer: Peer, msg: RetrieveRequest) -> None:
+        open_ids = self._open_ids.setdefault(peer.overlay, set())
+        if msg.request_id in open_ids:
+            raise RemoteProtocolError(f"retrieve request {msg.request_id} reused while still open")
         busy = self._serving.get(peer.overlay, 0)
         if busy >= MAX_SERVING_PER_PEER:
             try:
@@ -77,6 +82,7 @@ class Retrieval:
                 log.debug("could not tell %r it is over its request limit", peer)
             return
         self._serving[peer.overlay] = busy + 1
+        open_ids.add(msg.request_id)
         peer.conn.start_soon(self._serve, peer, msg)
 
     async def _serve(self, peer: Peer, msg: RetrieveRequest) -> None:
@@ -103,9 +109,11 @@ class Retrieval:
                 self.failed += 1
             await peer.conn.send(answer, Priority.RETRIEVAL)
         finally:
+            self._open_ids[peer.overlay].discard(msg.request_id)
             self._serving[peer.overlay] -= 1
             if not self._serving[peer.overlay]:
                 del self._serving[peer.overlay]
+                del self._open_ids[peer.overlay]
 
     # -- forwarding ---------------------------------------------------------------------------
 

@@ -1,0 +1,107 @@
+"""Retrieval hop by hop on a fixed line of nodes A - B - C (static peering, no syncing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from localstore import Chunk
+from swarm.node import Node
+from swarm.testing import node_config, start_node, wait_for
+
+
+def no_sync(peer_po: int, depth: int) -> list[int]:
+    return []
+
+
+def distance(a: bytes, b: bytes) -> int:
+    return int.from_bytes(a, "big") ^ int.from_bytes(b, "big")
+
+
+CHUNK = Chunk.from_payload(b"a chunk that only one node holds")
+
+
+async def line(nursery: trio.Nursery, tmp_path: Path, *, nearest: str) -> tuple[Node, Node, Node]:
+    """Three nodes wired A - B - C (static peering, no syncing).
+
+    nearest="A": distances to CHUNK grow along the line, d(A) < d(B) < d(C);
+    nearest="C": C is the node closest to CHUNK, so its only peer B is farther than itself.
+    """
+    nodes = []
+    for name in "xyz":
+        cfg = node_config(tmp_path / name, gossip=False)
+        nodes.append(await start_node(nursery, cfg, sync_policy=no_sync))
+    nodes.sort(key=lambda n: distance(n.overlay, CHUNK.address))
+    a, b, c = nodes if nearest == "A" else (nodes[1], nodes[2], nodes[0])
+    await b.connect("127.0.0.1", a.p2p_port)
+    await c.connect("127.0.0.1", b.p2p_port)
+    await wait_for(lambda: len(a.peers) == 1 and len(b.peers) == 2 and len(c.peers) == 1)
+    return a, b, c
+
+
+async def test_request_travels_two_hops_towards_the_chunk_and_back_verified(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, b, c = await line(nursery, tmp_path, nearest="A")
+            chunk = CHUNK
+            a.puller.store_chunk(chunk)
+            async with httpx.AsyncClient(timeout=20) as client:
+                got = await client.get(f"http://127.0.0.1:{c.api_port}/chunks/{chunk.address.hex()}")
+                assert got.status_code == 200 and got.content == chunk.data
+                # C asked B, B forwarded to A, A served it; nobody kept a copy (no cache)
+                assert (c.retrieval.fetched, b.retrieval.forwarded, a.retrieval.served) == (1, 1, 1)
+                assert not b.store.has(chunk.address) and not c.store.has(chunk.address)
+                head = await client.head(f"http://127.0.0.1:{c.api_port}/chunks/{chunk.address.hex()}")
+                assert head.status_code == 404
+            nursery.cancel_scope.cancel()
+
+
+async def test_no_peer_closer_means_a_clear_404_without_asking_anyone(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, b, c = await line(nursery, tmp_path, nearest="C")  # C is closer than its only peer B
+            chunk = CHUNK
+            a.puller.store_chunk(chunk)
+            async with httpx.AsyncClient(timeout=20) as client:
+                got = await client.get(f"http://127.0.0.1:{c.api_port}/chunks/{chunk.address.hex()}")
+            assert got.status_code == 404
+            assert "no connected peer is closer" in got.json()["message"]
+            assert b.retrieval.served == b.retrieval.forwarded == 0
+            nursery.cancel_scope.cancel()
+
+
+async def test_reusing_an_open_request_id_drops_the_peer(tmp_path: Path) -> None:
+    from streamer.messages import GoodbyeCode, RetrieveRequest
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, b, c = await line(nursery, tmp_path, nearest="A")
+            chunk = CHUNK
+            a.puller.store_chunk(chunk)
+            link = c.peers[b.overlay].conn
+            # two requests under one ID while the first is still being forwarded
+            await link.send(RetrieveRequest(7, chunk.address, 3))
+            await link.send(RetrieveRequest(7, chunk.address, 3))
+            reason = await link.wait_closed()
+            assert reason.code == GoodbyeCode.PROTOCOL_ERROR and "reused" in reason.reason
+            assert b.violations == 1
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("hops", [0])
+async def test_hop_limit_zero_answers_from_the_local_store_only(tmp_path: Path, hops: int) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, b, c = await line(nursery, tmp_path, nearest="A")
+            chunk = CHUNK
+            a.puller.store_chunk(chunk)
+            peer_b = c.peers[b.overlay]
+            from streamer.requests import RetrieveFailed
+
+            with pytest.raises(RetrieveFailed, match="not found"):
+                await peer_b.requests.retrieve(peer_b.conn, chunk.address, hop_limit=hops, timeout=10)
+            assert b.retrieval.forwarded == 0
+            nursery.cancel_scope.cancel()
