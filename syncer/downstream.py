@@ -180,6 +180,11 @@ class PeerPuller:
     async def run(self) -> None:
         """Learn cursors and epoch, start the bins the policy names, keep the cursors fresh."""
         reply = await self._ask_cursors()
+        if reply.epoch != self.conn.remote.epoch:
+            raise RemoteProtocolError(
+                f"cursors reply gives store epoch {reply.epoch}, "
+                f"the handshake signed {self.conn.remote.epoch}"
+            )
         self.epoch = reply.epoch
         if self.puller.intervals.check_epoch(self.overlay, reply.epoch):
             self.stats.add("resets", 1, self.puller.clock())
@@ -226,22 +231,27 @@ class PeerPuller:
         for bin in sorted(wanted - set(self._bins)):
             scope = trio.CancelScope()
             self._bins[bin] = scope
-            self.conn.start_soon(self._sync_bin, bin, scope, self._bin_done.get(bin))
+            # chain on the latest run of this bin, even one still waiting for its own
+            # predecessor: two runs of a bin must never overlap (they share _subscribed)
+            previous = self._bin_done.get(bin)
+            done = self._bin_done[bin] = trio.Event()
+            self.conn.start_soon(self._sync_bin, bin, scope, previous, done)
 
     @property
     def bins(self) -> list[int]:
         return sorted(self._bins)
 
-    async def _sync_bin(self, bin: int, scope: trio.CancelScope, previous: trio.Event | None) -> None:
-        if previous is not None:
-            # the bin ran before: its Unsubscribe is out; wait for the batches it left open, or the
-            # new subscription's first offer could repeat one of them
-            await previous.wait()
-            await self._wait_until(
-                lambda: not self._incomplete(bin, False) and not self._incomplete(bin, True), bin
-            )
-        done = self._bin_done[bin] = trio.Event()
+    async def _sync_bin(
+        self, bin: int, scope: trio.CancelScope, previous: trio.Event | None, done: trio.Event
+    ) -> None:
         try:
+            if previous is not None:
+                # the bin ran before: its Unsubscribe is out; wait for the batches it left open,
+                # or the new subscription's first offer could repeat one of them
+                await previous.wait()
+                await self._wait_until(
+                    lambda: not self._incomplete(bin, False) and not self._incomplete(bin, True), bin
+                )
             with scope:
                 cursor = self.cursors[bin]
                 async with trio.open_nursery() as nursery:
@@ -316,7 +326,10 @@ class PeerPuller:
         self.stats.add("offered", len(offer.hashes), now)
         self.stats.add("wanted", len(decision.wanted), now)
         want = WantedHashes.from_indices(offer.bin, offer.live, offer.start, offer.end, decision.wanted)
-        await self.conn.send(want, priority)
+        # The tracker now expects the wanted chunks: the want must go out even if the bin is being
+        # stopped, or the batch stays open for good (and a restart of the bin waits for it).
+        with trio.CancelScope(shield=True):
+            await self.conn.send(want, priority)
         if decision.completed is not None:
             self.batch_completed(decision.completed)
 
