@@ -72,6 +72,11 @@ class NodeCollector(Collector):
         yield CounterMetricFamily(
             "swarm_protocol_violations", "peers dropped for breaking the protocol", value=node.violations
         )
+        yield CounterMetricFamily(
+            "swarm_handshakes_refused",
+            "connections refused during the handshake (wrong network, bad signature, version ...)",
+            value=node.connections_refused,
+        )
         cursors = GaugeMetricFamily("swarm_pull_index_cursor", "highest bin ID per bin", labels=["bin"])
         for bin, cursor in enumerate(node.store.cursors()):
             if cursor:
