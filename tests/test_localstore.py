@@ -36,11 +36,11 @@ from localstore import (
     UnsupportedStoreVersion,
     bmt_address,
 )
+from localstore.directory import MARKER_NAME
 from localstore.store import (
     KEY_BIN_COUNTER,
     KEY_CHUNK,
     KEY_PULL,
-    MARKER_NAME,
     META_VERSION,
 )
 
