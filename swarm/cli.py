@@ -506,6 +506,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the /topology JSON instead of a table")
     p.set_defaults(func=cmd_topology)
 
+    from swarm.sim import add_sim_parser
+
+    add_sim_parser(sub)
+
     return parser
 
 

@@ -1,0 +1,9 @@
+"""Load-balancing simulations of peer suggestion strategies, run on Spark (``swarm sim``).
+
+Each network is built from the node's own ``kademlia.PeerTable`` and ``kademlia.suggest_peer``; see
+docs/simulation.md for what is measured and how.
+"""
+
+from .command import add_sim_parser
+
+__all__ = ["add_sim_parser"]

@@ -1,0 +1,127 @@
+"""Measurements on a simulated network: greedy routing, load inequality, percentiles and gap metrics.
+
+Definitions (also in docs/simulation.md):
+
+- **Greedy routing**: a request for ``target`` held by node ``v`` goes to the member of ``v``'s connected
+  pot *with its own address* closest to ``target`` by XOR (``Pot.closest``); when that is ``v`` itself no
+  peer is closer and the request stops at ``v``. Hops = forwards made. The lookup *fails* when it stops
+  anywhere but at the node closest to ``target`` among all nodes.
+- **Relay load** of a node: the requests it received from a peer and forwarded on, i.e. the lookups whose
+  path passes through it as neither the origin nor the final stop.
+- **Gini coefficient** of non-negative loads ``x``: ``sum_i sum_j |x_i - x_j| / (2 n^2 mean(x))``,
+  0 when all are equal (or all zero), ``1 - 1/n`` when one node carries everything.
+- **Percentile** ``q`` (p95: ``q = 95``): nearest rank, the smallest value with at least ``q`` % of the
+  values at or below it, i.e. ``sorted(x)[ceil(q n / 100) - 1]``; always one of the values.
+- **Gap PO** of a node: the PO of the biggest address gap of its connected pot with its own address (the
+  set S of DESIGN.md), over the whole address space (``Pot.biggest_address_gap()``). Higher is better: a
+  gap of PO p is 1/2^(p+1) of the space. The full bit length when there is no gap at all.
+- **Gap temperature** of a node: the temperature (size / serving members) of the hottest gap of the same
+  set over the whole space (``Pot.hottest_gap()``). Lower is better; 0.0 when there is no gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kademlia import PeerTable
+
+from .network import Network
+
+__all__ = [
+    "Lookup",
+    "gap_po",
+    "gap_temperature",
+    "gini",
+    "max_over_mean",
+    "mean",
+    "percentile",
+    "route",
+]
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One routed request: the nodes it visited (origin first, final stop last) and its outcome."""
+
+    path: tuple[int, ...]
+    closest: int  # the node closest to the target among all
+
+    @property
+    def hops(self) -> int:
+        return len(self.path) - 1
+
+    @property
+    def failed(self) -> bool:
+        return self.path[-1] != self.closest
+
+    @property
+    def relays(self) -> tuple[int, ...]:
+        """The nodes that forwarded a request they received (neither origin nor final stop)."""
+        return self.path[1:-1]
+
+
+def route(network: Network, origin: int, target: bytes) -> Lookup:
+    """Route a request for ``target`` greedily from node ``origin`` (see the module docstring)."""
+    tables = network.tables
+    index = network.index
+    path = [origin]
+    current = origin
+    while True:
+        table = tables[current]
+        best = next(table.connected_pot().closest(target))
+        if best == table.base:
+            break
+        current = index[best]
+        path.append(current)
+    closest = index[next(network.everyone.closest(target))]
+    return Lookup(tuple(path), closest)
+
+
+def gini(values: Sequence[float]) -> float:
+    """The Gini coefficient of non-negative ``values`` (see the module docstring); 0.0 for all zero."""
+    if not values:
+        raise ValueError("gini of no values")
+    if any(v < 0 for v in values):
+        raise ValueError("gini needs non-negative values")
+    total = sum(values)
+    if total == 0:
+        return 0.0
+    n = len(values)
+    # sum_i sum_j |x_i - x_j| = 2 * sum_i (2i - n - 1) x_(i) over the sorted values, i = 1..n
+    weighted = sum((2 * i - n - 1) * x for i, x in enumerate(sorted(values), start=1))
+    return weighted / (n * total)
+
+
+def percentile(values: Sequence[float], q: int) -> float:
+    """The nearest-rank ``q``-th percentile (``0 < q <= 100``) of ``values``."""
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 < q <= 100:
+        raise ValueError(f"percentile q must be in (0, 100], got {q}")
+    rank = (q * len(values) + 99) // 100  # ceil(q n / 100), exact in integers
+    return sorted(values)[rank - 1]
+
+
+def mean(values: Sequence[float]) -> float:
+    if not values:
+        raise ValueError("mean of no values")
+    return sum(values) / len(values)
+
+
+def max_over_mean(values: Sequence[float]) -> float:
+    """``max / mean`` of non-negative ``values``: 1.0 when perfectly even; 0.0 when all are zero."""
+    m = mean(values)
+    return max(values) / m if m else 0.0
+
+
+def gap_po(table: PeerTable) -> int:
+    """The PO of the biggest gap of the table's connected pot with its base, over the whole space."""
+    gap = table.connected_pot().biggest_address_gap()
+    return len(table.base) * 8 if gap is None else gap.po
+
+
+def gap_temperature(table: PeerTable) -> float:
+    """The temperature of the hottest gap of the table's connected pot with its base; 0.0 if none."""
+    gap = table.connected_pot().hottest_gap()
+    return 0.0 if gap is None else gap.temperature

@@ -1,0 +1,190 @@
+"""Summaries of the per-run rows: means and 95% intervals per (strategy, N), as CSV and Markdown.
+
+The interval is the Student t interval of the mean over runs: ``mean ± t(0.975, runs - 1) * sd / sqrt(runs)``
+with the sample standard deviation; with a single run it is undefined (NaN, shown as "n/a").
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .simulate import RUN_COLUMNS
+
+__all__ = [
+    "METRICS",
+    "Metric",
+    "SummaryRow",
+    "markdown_table",
+    "mean_interval",
+    "summarise",
+    "t_quantile",
+    "write_csv",
+]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A summary column: the per-run column it averages, its Markdown header and number format."""
+
+    name: str  # summary column
+    source: str  # per-run column
+    header: str
+    digits: int
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("gap_po_mean", "gap_po_mean", "gap PO ↑", 2),
+    Metric("gap_po_worst", "gap_po_worst", "worst gap PO ↑", 2),
+    Metric("temperature_mean", "temperature_mean", "temperature ↓", 4),
+    Metric("gini_mean", "gini", "Gini ↓", 3),
+    Metric("max_over_mean", "max_over_mean", "max/mean ↓", 2),
+    Metric("hops_mean", "hops_mean", "hops ↓", 3),
+    Metric("hops_p95", "hops_p95", "hops p95 ↓", 2),
+    Metric("failed_mean", "failed", "failed ↓", 3),
+    Metric("connections_mean", "connections_mean", "connections", 2),
+    Metric("connections_max", "connections_max", "max connections", 1),
+    Metric("depth_mean", "depth_mean", "depth", 2),
+)
+_RUN_INDEX = {name: i for i, (name, _) in enumerate(RUN_COLUMNS)}
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    strategy: str
+    nodes: int
+    runs: int
+    means: dict[str, float]
+    halfwidths: dict[str, float]
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (``0.5 <= p < 1``) of Student's t with ``df >= 1`` degrees of freedom.
+
+    Bisection on the closed-form CDF for integer degrees of freedom; accurate to ~1e-12.
+    """
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if not 0.5 <= p < 1:
+        raise ValueError(f"p must be in [0.5, 1), got {p}")
+    lo, hi = 0.0, 1.0
+    while _t_cdf(hi, df) < p:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13:
+            break
+    return (lo + hi) / 2
+
+
+def _t_cdf(t: float, df: int) -> float:
+    theta = math.atan(t / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    s = math.sin(theta)
+    total, term = 1.0, 1.0
+    if df % 2 == 0:
+        for k in range(1, (df - 2) // 2 + 1):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        return 0.5 + 0.5 * s * total
+    if df == 1:
+        return 0.5 + theta / math.pi
+    for k in range(1, (df - 3) // 2 + 1):
+        term *= c2 * (2 * k) / (2 * k + 1)
+        total += term
+    return 0.5 + (theta + s * math.cos(theta) * total) / math.pi
+
+
+def mean_interval(values: Sequence[float]) -> tuple[float, float]:
+    """``(mean, half-width of the 95% t interval)``; the half-width is NaN for fewer than 2 values."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("no values")
+    m = sum(values) / n
+    if n < 2:
+        return m, math.nan
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    return m, t_quantile(0.975, n - 1) * sd / math.sqrt(n)
+
+
+def summarise(runs: Sequence[Sequence[Any]], strategies: Sequence[str]) -> list[SummaryRow]:
+    """One row per (N, strategy) of the per-run rows (``RUN_COLUMNS`` tuples): N ascending, then strategy
+    in the order of ``strategies``."""
+    groups: dict[tuple[str, int], list[Sequence[Any]]] = {}
+    for row in runs:
+        groups.setdefault((row[_RUN_INDEX["strategy"]], row[_RUN_INDEX["nodes"]]), []).append(row)
+    rank = {s: i for i, s in enumerate(strategies)}
+    out = []
+    for (strategy, nodes), rows in sorted(
+        groups.items(), key=lambda kv: (kv[0][1], rank.get(kv[0][0], len(rank)), kv[0][0])
+    ):
+        rows = sorted(rows, key=lambda r: r[_RUN_INDEX["run"]])  # a fixed summation order
+        means, halves = {}, {}
+        for metric in METRICS:
+            m, h = mean_interval([float(r[_RUN_INDEX[metric.source]]) for r in rows])
+            means[metric.name] = m
+            halves[metric.name] = h
+        out.append(SummaryRow(strategy, nodes, len(rows), means, halves))
+    return out
+
+
+def csv_header() -> list[str]:
+    return [
+        "strategy",
+        "nodes",
+        "runs",
+        *(m.name for m in METRICS),
+        *(f"{m.name}_ci95" for m in METRICS),
+    ]
+
+
+def write_csv(rows: Sequence[SummaryRow], path: Path) -> None:
+    """``summary.csv``: the means, then the 95% half-widths (``*_ci95``, empty when undefined)."""
+    with path.open("w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(csv_header())
+        for r in rows:
+            w.writerow(
+                [
+                    r.strategy,
+                    r.nodes,
+                    r.runs,
+                    *(repr(r.means[m.name]) for m in METRICS),
+                    *(
+                        "" if math.isnan(r.halfwidths[m.name]) else repr(r.halfwidths[m.name])
+                        for m in METRICS
+                    ),
+                ]
+            )
+
+
+def _cell(mean: float, half: float, digits: int) -> str:
+    if math.isnan(half):
+        return f"{mean:.{digits}f} ± n/a"
+    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+def markdown_table(rows: Sequence[SummaryRow]) -> str:
+    """A Markdown table: per (N, strategy) every metric as ``mean ± 95% half-width`` over the runs."""
+    headers = ["N", "strategy", "runs", *(m.header for m in METRICS)]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---:" if i != 1 else ":---" for i in range(len(headers))) + "|",
+    ]
+    for r in rows:
+        cells = [
+            str(r.nodes),
+            r.strategy,
+            str(r.runs),
+            *(_cell(r.means[m.name], r.halfwidths[m.name], m.digits) for m in METRICS),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

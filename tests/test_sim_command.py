@@ -1,0 +1,134 @@
+"""The `swarm sim` argparse wiring and its user-facing errors (no Spark started here)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import pytest
+
+from swarm.cli import CliError
+from swarm.sim import add_sim_parser
+from swarm.sim.command import Progress
+from swarm.sim.spark import SparkUnavailable, find_java
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="swarm")
+    add_sim_parser(p.add_subparsers(dest="command"))
+    return p
+
+
+def test_defaults_are_those_of_the_issue() -> None:
+    args = parser().parse_args(["sim"])
+    assert args.nodes == [64, 256, 1024]
+    assert args.runs == 20
+    assert args.strategies == ["first", "gap", "temperature"]
+    assert args.known == 0.1
+    assert args.saturation == 4
+    assert args.lookups == 2000
+    assert args.seed == 1
+    assert args.master is None  # local[*] unless spark-submit gave one
+    assert args.out == Path("sim-out")
+    assert args.partitions == 0
+    assert callable(args.func)
+
+
+def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parser().parse_args(["sim", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for option in [
+        "--nodes",
+        "--runs",
+        "--strategies",
+        "--known",
+        "--saturation",
+        "--lookups",
+        "--seed",
+        "--master",
+        "--out",
+        "--partitions",
+        "--neighbourhood-size",
+        "--no-progress",
+    ]:
+        assert option in text
+    assert "local[*]" in text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--nodes", "64,x"],
+        ["--nodes", "1"],
+        ["--strategies", "first,hottest"],
+        ["--known", "0"],
+        ["--known", "1.5"],
+        ["--runs", "0"],
+        ["--saturation", "-1"],
+        ["--lookups", "many"],
+    ],
+)
+def test_bad_options_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parser().parse_args(["sim", *argv])
+    assert exc.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_lists_are_parsed_and_deduplicated() -> None:
+    args = parser().parse_args(["sim", "--nodes", "256,64,64", "--strategies", "gap,first,gap"])
+    assert args.nodes == [64, 256]
+    assert args.strategies == ["gap", "first"]
+
+
+def test_missing_java_is_one_clear_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java anywhere
+    with pytest.raises(SparkUnavailable, match="Java not found"):
+        find_java()
+    args = parser().parse_args(["sim", "--out", str(tmp_path / "out"), "--no-progress"])
+    with pytest.raises(CliError, match=r"^Java not found: Spark needs Java 17\+") as exc:
+        args.func(args)
+    assert "\n" not in str(exc.value)
+
+
+def test_bad_java_home_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(SparkUnavailable, match="JAVA_HOME"):
+        find_java()
+
+
+def test_old_java_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text("#!/bin/sh\necho 'openjdk version \"1.8.0_392\"' >&2\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(SparkUnavailable, match="Java 8; Spark needs Java 17"):
+        find_java()
+
+
+def test_out_must_be_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    args = parser().parse_args(["sim", "--out", str(tmp_path / "file")])
+    with pytest.raises(CliError, match="not a directory"):
+        args.func(args)
+
+
+def test_progress_on_a_pipe_prints_lines() -> None:
+    stream = io.StringIO()
+    progress = Progress(stream, every=0.0)
+    progress(0, 4)
+    progress(2, 4)
+    progress(2, 4)  # unchanged: nothing
+    progress(4, 4)
+    lines = stream.getvalue().splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "sim: 0/4 networks",
+        "sim: 2/4 networks",
+        "sim: 4/4 networks",
+    ]

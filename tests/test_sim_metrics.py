@@ -1,0 +1,234 @@
+"""swarm.sim metrics against hand-computed cases and brute force: Gini, percentiles, greedy routing, gaps."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+from fractions import Fraction
+
+import pytest
+
+from kademlia import PeerTable
+from pot import Pot, proximity
+from swarm.sim.metrics import (
+    gap_po,
+    gap_temperature,
+    gini,
+    max_over_mean,
+    mean,
+    percentile,
+    route,
+)
+from swarm.sim.network import Network
+
+
+def a(bits: str) -> bytes:
+    """A 1-byte address from its 8-bit string."""
+    return bytes([int(bits, 2)])
+
+
+# -- Gini -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([1, 1, 1, 1], 0.0),
+        ([0, 0, 0, 4], 0.75),  # one of four carries all: 1 - 1/n
+        ([0, 0, 0, 0], 0.0),
+        ([1, 3], 0.25),  # |1-3| twice / (2 * 2^2 * 2)
+        ([5], 0.0),
+        ([0, 10], 0.5),
+        ([1, 2, 3, 4], 0.25),  # sum |xi - xj| = 20, / (2 * 16 * 2.5)
+    ],
+)
+def test_gini_hand_computed(values: list[int], expected: float) -> None:
+    assert gini(values) == pytest.approx(expected, abs=1e-12)
+
+
+def test_gini_is_order_free_and_scale_free_and_matches_the_double_sum() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        xs = [rng.randrange(0, 20) for _ in range(rng.randrange(1, 30))]
+        total = sum(xs)
+        naive = (
+            0.0
+            if total == 0
+            else sum(abs(x - y) for x in xs for y in xs) / (2 * len(xs) ** 2 * (total / len(xs)))
+        )
+        assert gini(xs) == pytest.approx(naive, abs=1e-12)
+        assert gini(list(reversed(xs))) == pytest.approx(gini(xs), abs=1e-12)
+        assert gini([3 * x for x in xs]) == pytest.approx(gini(xs), abs=1e-12)
+
+
+def test_gini_rejects_empty_and_negative() -> None:
+    with pytest.raises(ValueError):
+        gini([])
+    with pytest.raises(ValueError):
+        gini([1, -1])
+
+
+# -- percentile, mean, max/mean ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "expected"),
+    [
+        (list(range(1, 21)), 95, 19),  # rank ceil(0.95 * 20) = 19
+        (list(range(1, 101)), 95, 95),
+        (list(range(1, 102)), 95, 96),  # rank ceil(95.95) = 96
+        ([5], 95, 5),
+        ([3, 1, 2], 95, 3),  # rank ceil(2.85) = 3
+        ([4, 3, 2, 1], 50, 2),  # rank 2: nearest rank, no interpolation
+        ([0] * 95 + [9] * 5, 95, 0),  # exactly 95 % at or below 0
+        ([0] * 94 + [9] * 6, 95, 9),
+        ([7, 7, 1], 100, 7),
+    ],
+)
+def test_percentile_nearest_rank(values: list[int], q: int, expected: int) -> None:
+    assert percentile(values, q) == expected
+
+
+def test_percentile_rejects_bad_input() -> None:
+    with pytest.raises(ValueError):
+        percentile([], 95)
+    with pytest.raises(ValueError):
+        percentile([1], 0)
+    with pytest.raises(ValueError):
+        percentile([1], 101)
+
+
+def test_mean_and_max_over_mean() -> None:
+    assert mean([1, 2, 3, 6]) == 3.0
+    assert max_over_mean([1, 1, 1, 1]) == 1.0
+    assert max_over_mean([0, 0, 0, 4]) == 4.0
+    assert max_over_mean([0, 0]) == 0.0
+
+
+# -- greedy routing on a hand-made network ----------------------------------------------------------
+
+
+def hand_network(nodes: Sequence[str], links: Sequence[tuple[str, str]]) -> Network:
+    overlays = [a(n) for n in nodes]
+    tables = [PeerTable(o, max_po=7) for o in overlays]
+    index = {o: i for i, o in enumerate(overlays)}
+    for x, y in links:
+        tables[index[a(x)]].connect(a(y))
+        tables[index[a(y)]].connect(a(x))
+    return Network(overlays, tables, [0] * len(overlays), index, Pot.from_addresses(overlays))
+
+
+A, B, C, D, E = "00000000", "10000000", "11000000", "11100000", "01000000"
+CHAIN = hand_network([A, B, C, D, E], [(A, B), (B, C), (C, D), (A, E)])
+
+
+def test_route_follows_the_closest_peer_to_the_closest_node() -> None:
+    lookup = route(CHAIN, 0, a("11110000"))  # from A: B (po 1), C (po 2), D (po 3), D has nobody closer
+    assert lookup.path == (0, 1, 2, 3)
+    assert lookup.hops == 3
+    assert lookup.relays == (1, 2)
+    assert lookup.closest == 3
+    assert not lookup.failed
+
+
+def test_route_two_hops_through_the_origin_side() -> None:
+    lookup = route(CHAIN, 1, a("01111111"))  # from B: A, then E
+    assert lookup.path == (1, 0, 4)
+    assert lookup.hops == 2
+    assert lookup.relays == (0,)
+    assert not lookup.failed
+
+
+def test_route_fails_when_stuck_before_the_closest_node() -> None:
+    # D knows only C; for 01100000 D itself is closer than C, so the request stops at D, but E is closest
+    lookup = route(CHAIN, 3, a("01100000"))
+    assert lookup.path == (3,)
+    assert lookup.hops == 0
+    assert lookup.relays == ()
+    assert lookup.closest == 4
+    assert lookup.failed
+
+
+def test_route_at_the_target_itself_is_zero_hops_and_succeeds() -> None:
+    lookup = route(CHAIN, 2, a(C))
+    assert lookup.path == (2,)
+    assert not lookup.failed
+
+
+def test_route_on_a_random_network_is_greedy_against_brute_force() -> None:
+    rng = random.Random(3)
+    addresses = rng.sample(range(256), 40)
+    overlays = [bytes([x]) for x in addresses]
+    links = {(i, j) for i in range(40) for j in rng.sample(range(40), 4) if i != j}
+    net = hand_network(
+        [f"{x:08b}" for x in addresses], [(f"{addresses[i]:08b}", f"{addresses[j]:08b}") for i, j in links]
+    )
+    neighbours = {i: set() for i in range(40)}
+    for i, j in links:
+        neighbours[i].add(j)
+        neighbours[j].add(i)
+    for target in range(256):
+        t = bytes([target])
+        for origin in range(0, 40, 7):
+            lookup = route(net, origin, t)
+            dist = [overlays[v][0] ^ target for v in lookup.path]
+            assert dist == sorted(dist, reverse=True) and len(set(dist)) == len(dist)
+            for v, w in itertools.pairwise(lookup.path):
+                assert w in neighbours[v]
+                assert overlays[w][0] ^ target == min(overlays[u][0] ^ target for u in neighbours[v])
+            last = lookup.path[-1]
+            assert all(overlays[u][0] ^ target > dist[-1] for u in neighbours[last])
+            best = min(range(40), key=lambda u: overlays[u][0] ^ target)
+            assert lookup.closest == best
+            assert lookup.failed == (last != best)
+
+
+# -- gap metrics --------------------------------------------------------------------------------------
+
+
+def table_with(base: str, peers: Sequence[str]) -> PeerTable:
+    t = PeerTable(a(base), max_po=7)
+    for p in peers:
+        t.connect(a(p))
+    return t
+
+
+def test_gap_metrics_hand_computed() -> None:
+    # S = {00000000, 10000000, 10000001, 10000010}: 01xxxxxx (PO 1, served by the base alone: 1/4) is both
+    # the biggest (11xxxxxx is PO 1 too but anchored higher) and the hottest gap (11xxxxxx: 1/4 / 3)
+    t = table_with("00000000", ["10000000", "10000001", "10000010"])
+    assert gap_po(t) == 1
+    assert gap_temperature(t) == 0.25
+    # fill bin 1 and 11xxxxxx: now the biggest gaps are PO 2 (001xxxxx, 011xxxxx, 111xxxxx...)
+    t.connect(a("01000000"))
+    t.connect(a("11000000"))
+    assert gap_po(t) == 2
+    # 001xxxxx served by the base alone: 1/8; 101xxxxx served by three: 1/24
+    assert gap_temperature(t) == 0.125
+    assert gap_po(PeerTable(a("00000000"), max_po=7)) == 0  # alone: 1xxxxxxx is a gap
+    assert gap_temperature(PeerTable(a("00000000"), max_po=7)) == 0.5
+
+
+def naive_gaps(members: Sequence[int]) -> tuple[int, Fraction]:
+    """Biggest gap PO and hottest temperature of 8-bit ``members`` straight from the definition."""
+    best_po, hottest = 8, Fraction(0)
+    for n in members:
+        for p in range(8):
+            region = [x for x in range(256) if proximity(bytes([x]), bytes([n])) == p]
+            if any(m in region for m in members):
+                continue
+            serving = sum(1 for m in members if proximity(bytes([m]), bytes([n])) >= p + 1)
+            best_po = min(best_po, p)
+            hottest = max(hottest, Fraction(1, 2 ** (p + 1) * serving))
+    return best_po, hottest
+
+
+def test_gap_metrics_match_brute_force() -> None:
+    rng = random.Random(11)
+    for _ in range(30):
+        members = rng.sample(range(256), rng.randrange(1, 12))
+        t = table_with(f"{members[0]:08b}", [f"{m:08b}" for m in members[1:]])
+        po, temperature = naive_gaps(members)
+        assert gap_po(t) == po
+        assert gap_temperature(t) == float(temperature)
