@@ -19,6 +19,7 @@ from streamer.messages import (
     ADDRESS_SIZE,
     FRAME_HEADER_SIZE,
     MAX_FRAME_SIZE,
+    NONCE_SIZE,
     PUBLIC_KEY_SIZE,
     SIGNATURE_SIZE,
     WANT_SIZE,
@@ -27,6 +28,7 @@ from streamer.messages import (
     CursorsRequest,
     Goodbye,
     Handshake,
+    Hello,
     Message,
     MessageType,
     OfferedHashes,
@@ -39,6 +41,7 @@ from streamer.messages import (
     RetrieveRequest,
     Subscribe,
     Unsubscribe,
+    Unsubscribed,
     WantedHashes,
 )
 
@@ -78,6 +81,7 @@ def _write_record(r: PeerRecord) -> bytes:
 
 
 _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
+    Hello: lambda m: m.nonce,
     Handshake: _write_handshake,
     Goodbye: lambda m: _U16.pack(m.code) + _str16(m.reason),
     Ping: lambda m: _U64.pack(m.nonce),
@@ -88,6 +92,7 @@ _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
     ),
     Subscribe: lambda m: _STREAM.pack(m.bin, m.live, m.start, m.end),
     Unsubscribe: lambda m: struct.pack(">BB", m.bin, m.live),
+    Unsubscribed: lambda m: struct.pack(">BB", m.bin, m.live),
     OfferedHashes: lambda m: _STREAM.pack(m.bin, m.live, m.start, m.end) + b"".join(m.hashes),
     WantedHashes: lambda m: _STREAM.pack(m.bin, m.live, m.start, m.end) + m.want,
     ChunkDelivery: lambda m: _DELIVERY.pack(m.bin, m.live, m.start, m.index) + m.data,
@@ -206,6 +211,11 @@ def _read_cursors(r: _Reader) -> CursorsReply:
     return CursorsReply(epoch, struct.unpack(f">{count}Q", raw))
 
 
+def _read_unsubscribed(r: _Reader) -> Unsubscribed:
+    bin_ = r.u8("bin")
+    return Unsubscribed(bin_, r.boolean(r.u8("live"), "live"))
+
+
 def _read_unsubscribe(r: _Reader) -> Unsubscribe:
     bin_ = r.u8("bin")
     return Unsubscribe(bin_, r.boolean(r.u8("live"), "live"))
@@ -242,6 +252,7 @@ def _read_peers(r: _Reader) -> Peers:
 
 
 _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
+    MessageType.HELLO: ("Hello", lambda r: Hello(r.raw(NONCE_SIZE, "nonce"))),
     MessageType.HANDSHAKE: ("Handshake", _read_handshake),
     MessageType.GOODBYE: ("Goodbye", lambda r: Goodbye(r.u16("code"), r.str16("reason"))),
     MessageType.PING: ("Ping", lambda r: Ping(r.u64("nonce"))),
@@ -250,6 +261,7 @@ _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
     MessageType.CURSORS_REPLY: ("CursorsReply", _read_cursors),
     MessageType.SUBSCRIBE: ("Subscribe", lambda r: Subscribe(*_read_stream_range(r))),
     MessageType.UNSUBSCRIBE: ("Unsubscribe", _read_unsubscribe),
+    MessageType.UNSUBSCRIBED: ("Unsubscribed", _read_unsubscribed),
     MessageType.OFFERED_HASHES: ("OfferedHashes", _read_offer),
     MessageType.WANTED_HASHES: ("WantedHashes", _read_want),
     MessageType.CHUNK_DELIVERY: ("ChunkDelivery", _read_delivery),

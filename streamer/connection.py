@@ -15,11 +15,12 @@ Goodbye naming the violation before closing.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -27,10 +28,12 @@ from streamer.codec import FrameDecoder, encode
 from streamer.errors import RemoteProtocolError
 from streamer.identity import HandshakeError, verify_handshake
 from streamer.messages import (
+    NONCE_SIZE,
     PROTOCOL_VERSION,
     Goodbye,
     GoodbyeCode,
     Handshake,
+    Hello,
     Message,
     payload_size,
 )
@@ -44,6 +47,7 @@ RECEIVE_SIZE = 65536
 MAX_WRITE = 256 * 1024  # bytes coalesced into one send_all
 
 MessageHandler = Callable[[Message], Awaitable[None]]
+_T = TypeVar("_T")
 
 
 class HandshakeFailed(Exception):
@@ -82,7 +86,7 @@ class ConnectionStatistics:
 
 async def handshake(
     stream: trio.abc.Stream,
-    local: Handshake,
+    make_local: Callable[[bytes], Handshake],
     *,
     network_id: int,
     version: int = PROTOCOL_VERSION,
@@ -90,18 +94,21 @@ async def handshake(
     timeout: float = HANDSHAKE_TIMEOUT,
     outbox_capacity: int = 64,
 ) -> PeerConnection:
-    """Exchange and verify handshakes on a fresh stream; returns the connection, ready to `run`.
+    """Greet and verify a peer on a fresh stream; returns the connection, ready to `run`.
 
-    On failure the stream is closed (after a Goodbye saying why, if we refused) and
-    `HandshakeFailed` is raised.
+    Each side sends a `Hello` with a fresh random nonce, then its `Handshake`, built by
+    `make_local` and signed over the other side's nonce, so a handshake recorded on one
+    connection is worthless on another. On failure the stream is closed (after a Goodbye saying
+    why, if we refused) and `HandshakeFailed` is raised.
     """
     decoder = FrameDecoder()
+    nonce = secrets.token_bytes(NONCE_SIZE)
     try:
         with trio.fail_after(timeout):
-            remote = await _exchange(stream, local, decoder)
+            local, remote = await _exchange(stream, nonce, make_local, decoder)
             if remote.overlay == local.overlay:
                 raise HandshakeError("connected to ourselves", GoodbyeCode.DUPLICATE_CONNECTION)
-            verify_handshake(remote, network_id=network_id, version=version)
+            verify_handshake(remote, network_id=network_id, version=version, challenge=nonce)
     except HandshakeError as exc:
         await _refuse(stream, exc.code, str(exc))
         raise HandshakeFailed(str(exc), int(exc.code), by="local") from exc
@@ -109,15 +116,13 @@ async def handshake(
         await _refuse(stream, exc.code, f"bad handshake: {exc}")
         raise HandshakeFailed(f"bad handshake: {exc}", exc.code, by="local") from exc
     except trio.TooSlowError:
-        await _refuse(stream, GoodbyeCode.BAD_HANDSHAKE, f"no handshake within {timeout:g}s")
-        raise HandshakeFailed(
-            f"no handshake within {timeout:g}s", GoodbyeCode.BAD_HANDSHAKE, "local"
-        ) from None
+        reason = f"no handshake within {timeout:g}s"
+        await _refuse(stream, GoodbyeCode.BAD_HANDSHAKE, reason)
+        raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local") from None
     except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         await _close_quietly(stream)
-        raise HandshakeFailed(
-            f"connection lost during handshake: {exc}", GoodbyeCode.NORMAL, "remote"
-        ) from exc
+        reason = f"connection lost during handshake: {exc}"
+        raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from exc
     except HandshakeFailed:
         await _close_quietly(stream)
         raise
@@ -126,19 +131,29 @@ async def handshake(
     )
 
 
-async def _exchange(stream: trio.abc.Stream, local: Handshake, decoder: FrameDecoder) -> Handshake:
-    """Send ours while receiving theirs: a peer may not read before it has sent its own."""
+async def _exchange(
+    stream: trio.abc.Stream, nonce: bytes, make_local: Callable[[bytes], Handshake], decoder: FrameDecoder
+) -> tuple[Handshake, Handshake]:
+    """Hello both ways, then Handshake both ways; sending never waits for reading, or two peers
+    that both write first could block each other."""
     outcome: dict[str, Any] = {}
+    their_hello = trio.Event()
 
     async def send() -> None:
         try:
-            await stream.send_all(encode(local))
+            await stream.send_all(encode(Hello(nonce)))
+            await their_hello.wait()
+            outcome["local"] = make_local(outcome["their_nonce"])
+            await stream.send_all(encode(outcome["local"]))
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             outcome.setdefault("error", exc)
 
     async def receive() -> None:
         try:
-            outcome["remote"] = await _receive_handshake(stream, decoder)
+            hello = await _receive(stream, decoder, Hello)
+            outcome["their_nonce"] = hello.nonce
+            their_hello.set()
+            outcome["remote"] = await _receive(stream, decoder, Handshake)
         except Exception as exc:
             outcome["error"] = exc  # the receiver's error explains more than the sender's
             nursery.cancel_scope.cancel()
@@ -146,26 +161,25 @@ async def _exchange(stream: trio.abc.Stream, local: Handshake, decoder: FrameDec
     async with trio.open_nursery() as nursery:
         nursery.start_soon(send)
         nursery.start_soon(receive)
-    if "remote" in outcome:
-        remote: Handshake = outcome["remote"]
-        return remote
+    if "remote" in outcome and "local" in outcome:
+        return outcome["local"], outcome["remote"]
     error = outcome.get("error")
     if error is None:
         raise trio.TooSlowError  # both were cancelled from outside
     raise error
 
 
-async def _receive_handshake(stream: trio.abc.Stream, decoder: FrameDecoder) -> Handshake:
+async def _receive(stream: trio.abc.Stream, decoder: FrameDecoder, expected: type[_T]) -> _T:
+    """The next message, which must be of type `expected` (a Goodbye ends the handshake)."""
     while True:
         msg = decoder.next_message()
         if msg is not None:
-            if isinstance(msg, Handshake):
+            if isinstance(msg, expected):
                 return msg
             if isinstance(msg, Goodbye):
-                raise HandshakeFailed(
-                    f"peer refused the handshake: {msg.reason or 'no reason given'}", int(msg.code), "remote"
-                )
-            raise RemoteProtocolError(f"expected a handshake first, got {type(msg).__name__}")
+                reason = f"peer refused the handshake: {msg.reason or 'no reason given'}"
+                raise HandshakeFailed(reason, int(msg.code), "remote")
+            raise RemoteProtocolError(f"expected {expected.__name__}, got {type(msg).__name__}")
         data = await stream.receive_some(RECEIVE_SIZE)
         if not data:
             decoder.receive_eof()

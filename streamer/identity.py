@@ -19,6 +19,7 @@ from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
 
 from streamer.messages import (
+    NONCE_SIZE,
     PUBLIC_KEY_SIZE,
     SIGNATURE_SIZE,
     GoodbyeCode,
@@ -134,8 +135,11 @@ def _host8(host: str) -> bytes:
     return struct.pack(">B", len(raw)) + raw
 
 
-def handshake_signing_bytes(hs: Handshake) -> bytes:
-    """What a handshake's signature covers: the domain tag, then every field but the signature."""
+def handshake_signing_bytes(hs: Handshake, challenge: bytes) -> bytes:
+    """What a handshake's signature covers: the domain tag, every field but the signature, and
+    the receiver's challenge (its `Hello` nonce), which binds the handshake to one connection."""
+    if len(challenge) != NONCE_SIZE:
+        raise ValueError(f"handshake challenge must be {NONCE_SIZE} bytes, got {len(challenge)}")
     return (
         HANDSHAKE_DOMAIN
         + struct.pack(">HQ", hs.version, hs.network_id)
@@ -143,12 +147,21 @@ def handshake_signing_bytes(hs: Handshake) -> bytes:
         + struct.pack(">QH", hs.epoch, hs.port)
         + hs.public_key
         + _host8(hs.host)
+        + challenge
     )
 
 
 def make_handshake(
-    identity: NodeIdentity, *, version: int, network_id: int, epoch: int, host: str, port: int
+    identity: NodeIdentity,
+    *,
+    version: int,
+    network_id: int,
+    epoch: int,
+    host: str,
+    port: int,
+    challenge: bytes,
 ) -> Handshake:
+    """Our handshake for one connection, signed over the peer's `Hello` nonce (`challenge`)."""
     unsigned = Handshake(
         version=version,
         network_id=network_id,
@@ -159,11 +172,16 @@ def make_handshake(
         public_key=identity.public_key,
         signature=bytes(SIGNATURE_SIZE),
     )
-    return dataclasses.replace(unsigned, signature=identity.sign(handshake_signing_bytes(unsigned)))
+    signature = identity.sign(handshake_signing_bytes(unsigned, challenge))
+    return dataclasses.replace(unsigned, signature=signature)
 
 
-def verify_handshake(hs: Handshake, *, network_id: int, version: int) -> None:
-    """Raise :class:`HandshakeError` (with the Goodbye code to send) unless ``hs`` is acceptable."""
+def verify_handshake(hs: Handshake, *, network_id: int, version: int, challenge: bytes) -> None:
+    """Raise :class:`HandshakeError` (with the Goodbye code to send) unless ``hs`` is acceptable.
+
+    `challenge` is the nonce of the `Hello` we sent on this connection: a handshake signed over
+    any other nonce (recorded elsewhere and replayed) fails as a bad signature.
+    """
     if hs.network_id != network_id:
         raise HandshakeError(
             f"peer is on network {hs.network_id}, we are on network {network_id}", GoodbyeCode.WRONG_NETWORK
@@ -179,7 +197,7 @@ def verify_handshake(hs: Handshake, *, network_id: int, version: int) -> None:
             f"peer claims overlay {hs.overlay.hex()} but its public key gives {expected.hex()}",
             GoodbyeCode.BAD_HANDSHAKE,
         )
-    if not verify_signature(hs.public_key, handshake_signing_bytes(hs), hs.signature):
+    if not verify_signature(hs.public_key, handshake_signing_bytes(hs, challenge), hs.signature):
         raise HandshakeError(
             f"bad handshake signature from overlay {hs.overlay.hex()}", GoodbyeCode.BAD_HANDSHAKE
         )

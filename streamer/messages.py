@@ -53,6 +53,7 @@ class MessageType(enum.IntEnum):
     GOODBYE = 0x02
     PING = 0x03
     PONG = 0x04
+    HELLO = 0x05
     CURSORS_REQUEST = 0x10
     CURSORS_REPLY = 0x11
     SUBSCRIBE = 0x12
@@ -60,6 +61,7 @@ class MessageType(enum.IntEnum):
     OFFERED_HASHES = 0x14
     WANTED_HASHES = 0x15
     CHUNK_DELIVERY = 0x16
+    UNSUBSCRIBED = 0x17
     RETRIEVE_REQUEST = 0x20
     RETRIEVE_DELIVERY = 0x21
     RETRIEVE_FAILURE = 0x22
@@ -176,6 +178,24 @@ def _chunk_data(owner: str, value: Any) -> bytes:
 
 
 # -- connection messages --------------------------------------------------------------------------
+
+NONCE_SIZE = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    """Very first message each side sends: a fresh random challenge.
+
+    Each side's `Handshake` signature covers the *other* side's nonce, so a handshake recorded
+    on one connection cannot be replayed on another.
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.HELLO
+
+    nonce: bytes
+
+    def __post_init__(self) -> None:
+        _set(self, "nonce", _bytes("Hello", "nonce", self.nonce, NONCE_SIZE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +327,20 @@ class Unsubscribe:
     def __post_init__(self) -> None:
         _bin("Unsubscribe", self.bin)
         _bool("Unsubscribe", "live", self.live)
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribed:
+    """The upstream stopped the stream (bin, live): every offer of it was sent before this."""
+
+    TYPE: ClassVar[MessageType] = MessageType.UNSUBSCRIBED
+
+    bin: int
+    live: bool
+
+    def __post_init__(self) -> None:
+        _bin("Unsubscribed", self.bin)
+        _bool("Unsubscribed", "live", self.live)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -514,7 +548,8 @@ class Peers:
 
 
 Message: TypeAlias = (
-    Handshake
+    Hello
+    | Handshake
     | Goodbye
     | Ping
     | Pong
@@ -522,6 +557,7 @@ Message: TypeAlias = (
     | CursorsReply
     | Subscribe
     | Unsubscribe
+    | Unsubscribed
     | OfferedHashes
     | WantedHashes
     | ChunkDelivery
@@ -532,6 +568,7 @@ Message: TypeAlias = (
 )
 
 MESSAGE_CLASSES: tuple[type[Message], ...] = (
+    Hello,
     Handshake,
     Goodbye,
     Ping,
@@ -540,6 +577,7 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     CursorsReply,
     Subscribe,
     Unsubscribe,
+    Unsubscribed,
     OfferedHashes,
     WantedHashes,
     ChunkDelivery,

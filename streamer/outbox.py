@@ -65,6 +65,14 @@ class PriorityOutbox(Generic[T]):
                 self.put_nowait(item, priority)
             except trio.WouldBlock:
                 await self._not_full[priority].park()
+                # Woken, but maybe cancelled before running again: then this item must not be
+                # queued (a stream cancelled at that moment would emit one message too many), and
+                # the slot it was woken for goes to the next waiting producer instead.
+                try:
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                except trio.Cancelled:
+                    self._not_full[priority].unpark()
+                    raise
             else:
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 return

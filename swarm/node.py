@@ -181,7 +181,8 @@ class Node:
         tmp.write_text(json.dumps(info) + "\n")
         tmp.replace(self.data_dir / "node.json")
 
-    def _local_handshake(self) -> Handshake:
+    def _local_handshake(self, challenge: bytes) -> Handshake:
+        """Our handshake for one connection, signed over the peer's Hello nonce."""
         assert self.identity is not None
         return make_handshake(
             self.identity,
@@ -190,6 +191,7 @@ class Node:
             epoch=self.store.epoch,
             host=self.config.host,
             port=self.p2p_port,
+            challenge=challenge,
         )
 
     # -- topology -----------------------------------------------------------------------------
@@ -265,7 +267,7 @@ class Node:
     async def _handshake(self, stream: trio.abc.Stream, *, outbound: bool) -> PeerConnection:
         try:
             return await handshake(
-                stream, self._local_handshake(), network_id=self.config.network_id, outbound=outbound
+                stream, self._local_handshake, network_id=self.config.network_id, outbound=outbound
             )
         except HandshakeFailed as exc:
             self.connections_refused += 1

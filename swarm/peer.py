@@ -16,6 +16,7 @@ from streamer.messages import (
     CursorsRequest,
     GoodbyeCode,
     Handshake,
+    Hello,
     Message,
     OfferedHashes,
     Peers,
@@ -26,6 +27,7 @@ from streamer.messages import (
     RetrieveRequest,
     Subscribe,
     Unsubscribe,
+    Unsubscribed,
     WantedHashes,
 )
 from streamer.requests import RequestTable
@@ -55,6 +57,7 @@ class Peer:
             CursorsRequest: self.upstream.on_cursors_request,
             Subscribe: self.upstream.on_subscribe,
             Unsubscribe: self.upstream.on_unsubscribe,
+            Unsubscribed: self.puller.on_unsubscribed,
             WantedHashes: self.upstream.on_want,
             CursorsReply: self.puller.on_cursors_reply,
             OfferedHashes: self.puller.on_offer,
@@ -66,6 +69,7 @@ class Peer:
             Pong: _ignore,
             Peers: self._on_peers,
             Handshake: _second_handshake,
+            Hello: _hello_after_handshake,
         }
 
     def __repr__(self) -> str:
@@ -99,6 +103,10 @@ class Peer:
 
 def _ignore(msg: Message) -> None:
     return None
+
+
+def _hello_after_handshake(msg: Message) -> None:
+    raise RemoteProtocolError("Hello on an established connection (the handshake is over)")
 
 
 def _second_handshake(msg: Message) -> None:

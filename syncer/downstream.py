@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from dataclasses import dataclass
 
 import trio
@@ -34,6 +33,7 @@ from streamer.messages import (
     OfferedHashes,
     Subscribe,
     Unsubscribe,
+    Unsubscribed,
     WantedHashes,
 )
 from streamer.outbox import Priority
@@ -168,9 +168,9 @@ class PeerPuller:
         self._bins: dict[int, trio.CancelScope] = {}
         self._bin_done: dict[int, trio.Event] = {}
         self._subscribed: set[tuple[int, bool]] = set()  # streams the upstream is serving us
+        self._unsubscribing: dict[tuple[int, bool], trio.Event] = {}  # set by the Unsubscribed ack
         self._streams: dict[tuple[int, bool], trio.MemorySendChannel[OfferedHashes]] = {}
         self._unanswered: dict[tuple[int, bool], int] = {}  # offers received, want not sent yet
-        self._ever: set[tuple[int, bool]] = set()
         self._cursor_reply: trio.MemorySendChannel[CursorsReply] | None = None
         self._progress = trio.lowlevel.ParkingLot()  # woken whenever one of our batches completes
         self.started = trio.Event()
@@ -246,9 +246,14 @@ class PeerPuller:
     ) -> None:
         try:
             if previous is not None:
-                # the bin ran before: its Unsubscribe is out; wait for the batches it left open,
-                # or the new subscription's first offer could repeat one of them
+                # the bin ran before: wait until the upstream acknowledged its Unsubscribe (no
+                # stale offer can follow) and the batches it left open are complete (or the new
+                # subscription's first offer could repeat one of them)
                 await previous.wait()
+                for live in (False, True):
+                    acked = self._unsubscribing.get((bin, live))
+                    if acked is not None:
+                        await self._wait_for(acked, f"Unsubscribed for bin {bin}")
                 await self._wait_until(
                     lambda: not self._incomplete(bin, False) and not self._incomplete(bin, True), bin
                 )
@@ -258,12 +263,14 @@ class PeerPuller:
                     nursery.start_soon(self._pull, bin, True, cursor + 1, 0)
                     await self._historical(bin, cursor)
         finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                for live in (False, True):
-                    if (bin, live) in self._subscribed:
-                        self._subscribed.discard((bin, live))
-                        with suppress(trio.ClosedResourceError):
-                            await self.conn.send(Unsubscribe(bin, live), stream_priority(live))
+            # Stop what the upstream still serves us. The Unsubscribe goes out from a connection
+            # task (it may have to wait for room in the outbox); until its ack arrives, offers of
+            # the stream are ignored, and a restart of the bin waits for that ack.
+            for live in (False, True):
+                if (bin, live) in self._subscribed:
+                    self._subscribed.discard((bin, live))
+                    self._unsubscribing[(bin, live)] = trio.Event()
+                    self.conn.start_soon(self.conn.send, Unsubscribe(bin, live), stream_priority(live))
             done.set()
 
     async def _historical(self, bin: int, ceiling: int) -> None:
@@ -281,7 +288,6 @@ class PeerPuller:
         send, receive = trio.open_memory_channel[OfferedHashes](DEFAULT_WINDOW)
         self._streams[key] = send
         self._unanswered[key] = 0
-        self._ever.add(key)
         priority = stream_priority(live)
         expected = start
         try:
@@ -298,7 +304,6 @@ class PeerPuller:
                     lambda: self._incomplete(bin, live) < self.puller.config.max_incomplete, bin
                 )
                 await self._answer(offer, priority)
-                self._unanswered[key] -= 1
                 if not live and offer.end == end:
                     self._subscribed.discard(key)  # the upstream ends a historical stream itself
                     break
@@ -326,8 +331,10 @@ class PeerPuller:
         self.stats.add("offered", len(offer.hashes), now)
         self.stats.add("wanted", len(decision.wanted), now)
         want = WantedHashes.from_indices(offer.bin, offer.live, offer.start, offer.end, decision.wanted)
-        # The tracker now expects the wanted chunks: the want must go out even if the bin is being
-        # stopped, or the batch stays open for good (and a restart of the bin waits for it).
+        # The offer counts as answered before the want is queued: the writer may send the want and
+        # the upstream's next offer may be read before this task resumes from send(). And the want
+        # must go out even if the bin is being stopped, or the tracker waits for its batch forever.
+        self._unanswered[(offer.bin, offer.live)] -= 1
         with trio.CancelScope(shield=True):
             await self.conn.send(want, priority)
         if decision.completed is not None:
@@ -335,6 +342,13 @@ class PeerPuller:
 
     def _incomplete(self, bin: int, live: bool) -> int:
         return self.puller.tracker.incomplete(self.overlay, bin, live)
+
+    async def _wait_for(self, event: trio.Event, what: str) -> None:
+        timeout = self.puller.config.batch_timeout
+        with trio.move_on_after(timeout):
+            await event.wait()
+            return
+        raise RemoteProtocolError(f"no {what} within {timeout:g}s")
 
     async def _wait_until(self, condition: Callable[[], bool], bin: int) -> None:
         timeout = self.puller.config.batch_timeout
@@ -358,13 +372,23 @@ class PeerPuller:
         key = (msg.bin, msg.live)
         stream = self._streams.get(key)
         if stream is None:
-            if key in self._ever:
-                return  # sent before our Unsubscribe (or after our last range) reached the peer
-            raise RemoteProtocolError(f"offer for bin {msg.bin}, which was never subscribed")
+            if key in self._unsubscribing or key in self._subscribed:
+                # the stream is being stopped (its Unsubscribe is queued, or about to be) and this
+                # offer was sent before the upstream read it: it crossed on the wire
+                return
+            raise RemoteProtocolError(f"offer for bin {msg.bin} {_kind(msg.live)}, which is not subscribed")
         if self._unanswered[key] >= DEFAULT_WINDOW:
             raise RemoteProtocolError(f"more than {DEFAULT_WINDOW} unanswered offers for bin {msg.bin}")
         self._unanswered[key] += 1
         stream.send_nowait(msg)  # cannot block: the channel holds DEFAULT_WINDOW
+
+    def on_unsubscribed(self, msg: Unsubscribed) -> None:
+        done = self._unsubscribing.pop((msg.bin, msg.live), None)
+        if done is None:
+            raise RemoteProtocolError(
+                f"Unsubscribed for bin {msg.bin} {_kind(msg.live)}, which we did not ask"
+            )
+        done.set()
 
     def on_delivery(self, msg: ChunkDelivery) -> None:
         now = self.puller.clock()
@@ -454,3 +478,7 @@ class PeerPuller:
             "fully_synced": self.fully_synced(),
             "bins": bins,
         }
+
+
+def _kind(live: bool) -> str:
+    return "live" if live else "historical"

@@ -6,9 +6,10 @@ exactly the chunks a want asks for, through the outbox class of the stream (live
 historical). A live stream waits for new chunks (`LocalStore.wait_bin`) and closes a batch after
 128 hashes or `live_idle` seconds. Nothing is ever sent unasked.
 
-`Unsubscribe` stops the offers; wants received before it are still served, so the downstream's
-answered batches can complete. A historical stream whose every offer has been answered may be
-subscribed again (for the next missing range) while its last deliveries are still going out.
+`Unsubscribe` stops the offers and is acknowledged with `Unsubscribed`; wants received before it
+are still served, so the downstream's answered batches can complete. A historical stream whose
+every offer has been answered may be subscribed again (for the next missing range) while its
+last deliveries are still going out.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from streamer.messages import (
     OfferedHashes,
     Subscribe,
     Unsubscribe,
+    Unsubscribed,
     WantedHashes,
 )
 from streamer.outbox import Priority
@@ -73,7 +75,6 @@ class Upstream:
         self.window = window
         self.live_idle = live_idle
         self._streams: dict[tuple[int, bool], _Stream] = {}
-        self._ever: set[tuple[int, bool]] = set()
         self.offered = 0
         self.delivered = 0
 
@@ -109,22 +110,20 @@ class Upstream:
         wants_in, wants_out = trio.open_memory_channel[Want](self.window)
         stream = _Stream(offers, trio.Semaphore(self.window), wants_in, wants_out)
         self._streams[key] = stream
-        self._ever.add(key)
         self.conn.start_soon(self._serve, key, stream)
 
     def on_unsubscribe(self, msg: Unsubscribe) -> None:
         stream = self._streams.pop((msg.bin, msg.live), None)
         if stream is not None:
-            stream.offering.cancel()
+            stream.offering.cancel()  # no offer can be queued after this
             stream.wants_in.close()  # what was wanted before is still delivered
+        # acknowledged in the stream's own class, so it follows every offer already queued
+        self.conn.start_soon(self.conn.send, Unsubscribed(msg.bin, msg.live), stream_priority(msg.live))
 
     def on_want(self, msg: WantedHashes) -> None:
-        key = (msg.bin, msg.live)
-        stream = self._streams.get(key)
+        stream = self._streams.get((msg.bin, msg.live))
         if stream is None:
-            if key in self._ever:
-                return  # an answer to an offer sent before the downstream unsubscribed
-            raise RemoteProtocolError(f"want for bin {msg.bin} {_kind(msg.live)}, which was never subscribed")
+            raise RemoteProtocolError(f"want for bin {msg.bin} {_kind(msg.live)}, which is not subscribed")
         try:
             pairs = stream.offers.answer(msg.start, msg.end, msg.wanted_indices())
         except SyncViolation as exc:

@@ -22,6 +22,7 @@ from streamer import (
     Goodbye,
     GoodbyeCode,
     Handshake,
+    Hello,
     LocalProtocolError,
     Message,
     MessageError,
@@ -36,6 +37,7 @@ from streamer import (
     RetrieveRequest,
     Subscribe,
     Unsubscribe,
+    Unsubscribed,
     WantedHashes,
     decode,
     encode,
@@ -72,6 +74,8 @@ GOLDEN = [
     (Subscribe(4, False, 1, 300), "00000013 12 04 00 0000000000000001 000000000000012c"),
     (Subscribe(4, True, 301, 0), "00000013 12 04 01 000000000000012d 0000000000000000"),
     (Unsubscribe(4, True), "00000003 13 04 01"),
+    (Unsubscribed(4, True), "00000003 17 04 01"),
+    (Unsubscribed(31, False), "00000003 17 1f 00"),
     (
         OfferedHashes(2, True, 10, 11, (b"\xaa" * 32, b"\xbb" * 32)),
         "00000053 14 02 01 000000000000000a 000000000000000b" + " aa" * 32 + " bb" * 32,
@@ -85,6 +89,7 @@ GOLDEN = [
     (RetrieveDelivery(7, CHUNK), "00000014 21 0000000000000007 0300000000000000 666f6f"),
     (RetrieveFailure(7, "not found"), "00000014 22 0000000000000007 0009 6e6f7420666f756e64"),
     (Goodbye(GoodbyeCode.WRONG_NETWORK, "bye"), "00000008 02 0003 0003 627965"),
+    (Hello(bytes(range(32))), "00000021 05 " + bytes(range(32)).hex()),
     (
         Handshake(1, 10, b"\x11" * 32, 0x5F, "h", 1634, b"\x22" * 32, b"\x33" * 64),
         "00000097 01 0001 000000000000000a"
@@ -374,6 +379,21 @@ MALFORMED = [
     ),
     (0x13, b"\x00", r"malformed Unsubscribe body .*field live needs 1", False),
     (0x13, b"\x00\xff", r"Unsubscribe .*live must be 0 or 1", False),
+    (0x17, b"\x00", r"malformed Unsubscribed body \(1 bytes\): field live needs 1", False),
+    (
+        0x17,
+        b"\x00\x02",
+        r"malformed Unsubscribed body .*field live must be 0 or 1 \(a bool\), got 2",
+        False,
+    ),
+    (0x17, b"\x00\x01\x00", r"malformed Unsubscribed body .*1 unexpected trailing bytes", False),
+    (
+        0x17,
+        b"\x20\x01",
+        r"invalid Unsubscribed from peer: Unsubscribed\.bin must be in 0\.\.31, got 32",
+        True,
+    ),
+    (0x17, b"\xff\x00", r"Unsubscribed\.bin must be in 0\.\.31, got 255", True),
     (
         0x14,
         STREAM_HDR + bytes(33),
@@ -423,6 +443,19 @@ MALFORMED = [
     ),
     (0x22, _u64(1) + b"\x04\x01" + bytes(1025), r"RetrieveFailure\.reason must be at most 1024 bytes", True),
     (0x02, b"\x00\x01", r"malformed Goodbye .*field reason length needs 2", False),
+    (
+        0x05,
+        bytes(31),
+        r"malformed Hello body \(31 bytes\): field nonce needs 32 bytes at offset 0, only 31 left",
+        False,
+    ),
+    (
+        0x05,
+        bytes(33),
+        r"malformed Hello body \(33 bytes\): 1 unexpected trailing bytes at offset 32",
+        False,
+    ),
+    (0x05, b"", r"malformed Hello body \(0 bytes\): field nonce needs 32 bytes", False),
     (
         0x01,
         bytes(147),
@@ -480,7 +513,9 @@ def test_example_frames_in_the_protocol_document_decode_and_reencode() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
     examples = doc.split("## 11. Example frames", 1)[1]
     frames = [bytes.fromhex(line) for line in examples.splitlines() if re.fullmatch(r"  [0-9a-f ]+", line)]
-    assert len(frames) == 8
+    assert len(frames) == 10
     for wire in frames:
         assert encode(decode(wire)) == wire
-    assert decode(frames[4]) == WantedHashes.from_indices(2, True, 10, 11, [0, 3, 9])
+    assert decode(frames[0]) == Hello(bytes(range(32)))
+    assert decode(frames[5]) == Unsubscribed(4, True)
+    assert decode(frames[6]) == WantedHashes.from_indices(2, True, 10, 11, [0, 3, 9])

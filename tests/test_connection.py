@@ -12,14 +12,16 @@ import trio.testing
 from streamer.codec import FrameDecoder, encode
 from streamer.connection import Disconnect, HandshakeFailed, PeerConnection, handshake
 from streamer.errors import RemoteProtocolError
-from streamer.identity import NodeIdentity, make_handshake
+from streamer.identity import NodeIdentity, make_handshake, verify_handshake
 from streamer.messages import (
+    NONCE_SIZE,
     PROTOCOL_VERSION,
     ChunkDelivery,
     CursorsRequest,
     Goodbye,
     GoodbyeCode,
     Handshake,
+    Hello,
     Message,
     Ping,
     Pong,
@@ -33,27 +35,83 @@ from streamer.requests import RequestTable, RetrieveFailed
 NET = 7
 
 
-def hs(identity: NodeIdentity, network_id: int = NET, version: int = PROTOCOL_VERSION, port: int = 1):
-    return make_handshake(
-        identity, version=version, network_id=network_id, epoch=5, host="127.0.0.1", port=port
-    )
+def hs(
+    identity: NodeIdentity, network_id: int = NET, version: int = PROTOCOL_VERSION, port: int = 1
+) -> Callable[[bytes], Handshake]:
+    """The handshake factory `handshake` wants: our handshake, signed over the peer's nonce."""
+
+    def make(challenge: bytes) -> Handshake:
+        return make_handshake(
+            identity,
+            version=version,
+            network_id=network_id,
+            epoch=5,
+            host="127.0.0.1",
+            port=port,
+            challenge=challenge,
+        )
+
+    return make
 
 
 async def pair(
-    a_kwargs: dict | None = None, b_kwargs: dict | None = None, stream_pair=trio.testing.memory_stream_pair
+    a_kwargs: dict | None = None,
+    b_kwargs: dict | None = None,
+    stream_pair=trio.testing.memory_stream_pair,
+    *,
+    identities: tuple[NodeIdentity, NodeIdentity] | None = None,
+    challenges: dict[str, bytes] | None = None,
 ) -> tuple[PeerConnection, PeerConnection]:
-    ia, ib = NodeIdentity.generate(), NodeIdentity.generate()
+    """Two handshaken connections; `challenges` records the nonce each side signed over."""
+    ia, ib = identities or (NodeIdentity.generate(), NodeIdentity.generate())
     sa, sb = stream_pair()
     result: dict[str, PeerConnection] = {}
 
-    async def side(name: str, stream, local, outbound: bool, kwargs: dict | None) -> None:
-        result[name] = await handshake(stream, local, network_id=NET, outbound=outbound, **(kwargs or {}))
+    async def side(name: str, stream, identity: NodeIdentity, outbound: bool, kwargs: dict | None) -> None:
+        make = hs(identity)
+
+        def make_local(challenge: bytes) -> Handshake:
+            if challenges is not None:
+                challenges[name] = challenge
+            return make(challenge)
+
+        result[name] = await handshake(
+            stream, make_local, network_id=NET, outbound=outbound, **(kwargs or {})
+        )
 
     with trio.fail_after(5):
         async with trio.open_nursery() as n:
-            n.start_soon(side, "a", sa, hs(ia), True, a_kwargs)
-            n.start_soon(side, "b", sb, hs(ib), False, b_kwargs)
+            n.start_soon(side, "a", sa, ia, True, a_kwargs)
+            n.start_soon(side, "b", sb, ib, False, b_kwargs)
     return result["a"], result["b"]
+
+
+class RawPeer:
+    """The far end of a stream, spoken to frame by frame (to break the handshake on purpose)."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.decoder = FrameDecoder()
+
+    async def send(self, *msgs: Message) -> None:
+        await self.stream.send_all(b"".join(encode(m) for m in msgs))
+
+    async def receive(self) -> Message | None:
+        """The next message; None at EOF."""
+        while (msg := self.decoder.next_message()) is None:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                self.decoder.receive_eof()
+                return None
+            self.decoder.receive_data(data)
+        return msg
+
+    async def greet(self) -> bytes:
+        """Read the other side's Hello and answer with ours; returns its nonce."""
+        hello = await self.receive()
+        assert isinstance(hello, Hello), hello
+        await self.send(Hello(bytes(NONCE_SIZE)))
+        return hello.nonce
 
 
 def collector(into: list[Message]) -> Callable[[Message], Awaitable[None]]:
@@ -111,9 +169,9 @@ async def test_refused_handshake_reports_the_reason_on_both_sides(tweak: dict, c
     sa, sb = trio.testing.memory_stream_pair()
     errors: dict[str, HandshakeFailed] = {}
 
-    async def side(name: str, stream, local, expect: dict) -> None:
+    async def side(name: str, stream, make_local, expect: dict) -> None:
         try:
-            await handshake(stream, local, outbound=name == "a", **expect)
+            await handshake(stream, make_local, outbound=name == "a", **expect)
         except HandshakeFailed as exc:
             errors[name] = exc
 
@@ -130,31 +188,183 @@ async def test_refused_handshake_reports_the_reason_on_both_sides(tweak: dict, c
         assert errors[name].code == code and words in errors[name].reason, errors[name]
 
 
-async def test_forged_handshake_is_refused() -> None:
+async def test_hello_goes_first_and_each_handshake_is_signed_over_the_other_sides_nonce() -> None:
+    """On the wire: Hello, and only after the peer's Hello our Handshake, signed over its nonce."""
     ia, ib = NodeIdentity.generate(), NodeIdentity.generate()
-    forged = dataclasses.replace(hs(ia), signature=bytes(64))
     sa, sb = trio.testing.memory_stream_pair()
+    raw = RawPeer(sa)
+    mine = bytes(range(NONCE_SIZE))
+    result: list[PeerConnection] = []
+
+    async def accept() -> None:
+        result.append(await handshake(sb, hs(ib), network_id=NET, outbound=False))
+
     with trio.fail_after(5):
         async with trio.open_nursery() as n:
-            n.start_soon(sa.send_all, encode(forged))
+            n.start_soon(accept)
+            hello = await raw.receive()
+            assert isinstance(hello, Hello) and len(hello.nonce) == NONCE_SIZE
+            # no handshake before it has our nonce: nothing more is on its way
+            await trio.testing.wait_all_tasks_blocked()
+            assert raw.decoder.buffered_bytes == 0
+            with trio.move_on_after(0.1) as silence:
+                await raw.stream.receive_some(65536)
+            assert silence.cancelled_caught
+            await raw.send(Hello(mine))
+            theirs = await raw.receive()
+            assert isinstance(theirs, Handshake) and theirs.overlay == ib.overlay(NET)
+            verify_handshake(theirs, network_id=NET, version=PROTOCOL_VERSION, challenge=mine)
+            ours = hs(ia)(hello.nonce)
+            await raw.send(ours)
+    (conn,) = result
+    assert conn.remote == ours and conn.local == theirs
+
+
+async def test_every_connection_gets_fresh_nonces() -> None:
+    seen: list[dict[str, bytes]] = [{}, {}]
+    identities = (NodeIdentity.generate(), NodeIdentity.generate())
+    a, b = await pair(identities=identities, challenges=seen[0])
+    await pair(identities=identities, challenges=seen[1])
+    nonces = [c for s in seen for c in s.values()]
+    assert len(nonces) == 4 and len(set(nonces)) == 4 and {len(c) for c in nonces} == {NONCE_SIZE}
+    # b holds a's handshake, signed over the nonce b sent (the challenge a's factory was given)
+    assert b.remote == a.local and a.remote == b.local
+    verify_handshake(b.remote, network_id=NET, version=PROTOCOL_VERSION, challenge=seen[0]["a"])
+
+
+async def test_forged_handshake_is_refused() -> None:
+    ia, ib = NodeIdentity.generate(), NodeIdentity.generate()
+    sa, sb = trio.testing.memory_stream_pair()
+    raw = RawPeer(sa)
+
+    async def forge() -> None:
+        nonce = await raw.greet()
+        await raw.send(dataclasses.replace(hs(ia)(nonce), signature=bytes(64)))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            n.start_soon(forge)
             with pytest.raises(HandshakeFailed, match="signature") as info:
                 await handshake(sb, hs(ib), network_id=NET, outbound=False)
-    assert info.value.code == GoodbyeCode.BAD_HANDSHAKE
+    assert info.value.code == GoodbyeCode.BAD_HANDSHAKE and info.value.by == "local"
 
 
-async def test_a_message_before_the_handshake_is_a_violation() -> None:
+async def test_a_handshake_replayed_on_another_connection_is_refused() -> None:
+    """B's handshake, recorded on B's connection to A, is replayed to A on a new connection by an
+    impostor: it was signed over the nonce of the first connection, so A refuses it."""
+    ia, ib = NodeIdentity.generate(), NodeIdentity.generate()
+    challenges: dict[str, bytes] = {}
+    a, _ = await pair(identities=(ia, ib), challenges=challenges)
+    recorded = a.remote  # B's handshake, valid on that connection
+    verify_handshake(recorded, network_id=NET, version=PROTOCOL_VERSION, challenge=challenges["b"])
+
     sa, sb = trio.testing.memory_stream_pair()
+    impostor = RawPeer(sb)
+
+    async def replay() -> None:
+        await impostor.greet()
+        await impostor.send(recorded)
+
     with trio.fail_after(5):
-        await sa.send_all(encode(CursorsRequest()))
-        with pytest.raises(HandshakeFailed, match="expected a handshake first"):
+        async with trio.open_nursery() as n:
+            n.start_soon(replay)
+            with pytest.raises(HandshakeFailed, match="bad handshake signature") as info:
+                await handshake(sa, hs(ia), network_id=NET, outbound=False)
+        assert info.value.code == GoodbyeCode.BAD_HANDSHAKE and info.value.by == "local"
+        # the refusal reached the impostor, after A's own handshake (signed over its nonce)
+        assert isinstance(await impostor.receive(), Handshake)
+        bye = await impostor.receive()
+        assert isinstance(bye, Goodbye) and bye.code == GoodbyeCode.BAD_HANDSHAKE
+        assert "bad handshake signature" in bye.reason
+        assert await impostor.receive() is None
+
+
+async def test_connecting_to_ourselves_is_refused() -> None:
+    me = NodeIdentity.generate()
+    sa, sb = trio.testing.memory_stream_pair()
+    errors: list[HandshakeFailed] = []
+
+    async def side(stream, outbound: bool) -> None:
+        with pytest.raises(HandshakeFailed) as info:
+            await handshake(stream, hs(me), network_id=NET, outbound=outbound)
+        errors.append(info.value)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            n.start_soon(side, sa, True)
+            n.start_soon(side, sb, False)
+    assert [(e.code, e.reason) for e in errors] == [
+        (GoodbyeCode.DUPLICATE_CONNECTION, "connected to ourselves")
+    ] * 2
+
+
+@pytest.mark.parametrize(
+    ("first", "expected"),
+    [
+        (CursorsRequest(), "expected Hello, got CursorsRequest"),
+        (Ping(1), "expected Hello, got Ping"),
+        # a peer of the protocol without challenges starts with its handshake
+        (None, "expected Hello, got Handshake"),
+    ],
+    ids=["CursorsRequest", "Ping", "Handshake"],
+)
+async def test_a_first_message_that_is_not_hello_is_a_violation(first: Message | None, expected: str) -> None:
+    sa, sb = trio.testing.memory_stream_pair()
+    raw = RawPeer(sa)
+    with trio.fail_after(5):
+        await raw.send(first or hs(NodeIdentity.generate())(bytes(NONCE_SIZE)))
+        with pytest.raises(HandshakeFailed, match=expected) as info:
             await handshake(sb, hs(NodeIdentity.generate()), network_id=NET, outbound=False)
+        assert info.value.code == GoodbyeCode.PROTOCOL_ERROR and info.value.by == "local"
         # the refusal reached the other end
-        dec = FrameDecoder()
-        dec.receive_data(await sa.receive_some(65536))
-        assert isinstance(dec.next_message(), Handshake)  # ours, sent while reading theirs
-        assert dec.next_message() == Goodbye(
-            GoodbyeCode.PROTOCOL_ERROR, "bad handshake: expected a handshake first, got CursorsRequest"
-        )
+        assert isinstance(await raw.receive(), Hello)  # ours, sent while reading theirs
+        assert await raw.receive() == Goodbye(GoodbyeCode.PROTOCOL_ERROR, f"bad handshake: {expected}")
+        assert await raw.receive() is None
+
+
+async def test_a_second_hello_instead_of_the_handshake_is_a_violation() -> None:
+    sa, sb = trio.testing.memory_stream_pair()
+    raw = RawPeer(sa)
+
+    async def twice() -> None:
+        await raw.greet()
+        await raw.send(Hello(b"\x01" * NONCE_SIZE))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            n.start_soon(twice)
+            with pytest.raises(HandshakeFailed, match="expected Handshake, got Hello") as info:
+                await handshake(sb, hs(NodeIdentity.generate()), network_id=NET, outbound=False)
+    assert info.value.code == GoodbyeCode.PROTOCOL_ERROR
+
+
+@pytest.mark.parametrize("greet", [False, True], ids=["instead-of-hello", "after-hello"])
+async def test_a_goodbye_during_the_handshake_is_the_peers_refusal(greet: bool) -> None:
+    sa, sb = trio.testing.memory_stream_pair()
+    raw = RawPeer(sa)
+
+    async def refuse() -> None:
+        if greet:
+            await raw.greet()
+        await raw.send(Goodbye(GoodbyeCode.OVERLOADED, "too many peers"))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            n.start_soon(refuse)
+            with pytest.raises(HandshakeFailed, match="peer refused the handshake: too many peers") as info:
+                await handshake(sb, hs(NodeIdentity.generate()), network_id=NET, outbound=False)
+    assert info.value.code == GoodbyeCode.OVERLOADED and info.value.by == "remote"
+
+
+async def test_a_peer_that_never_sends_its_handshake_times_out() -> None:
+    sa, sb = trio.testing.memory_stream_pair()
+    raw = RawPeer(sa)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            n.start_soon(raw.greet)  # Hello, then silence
+            with pytest.raises(HandshakeFailed, match=r"no handshake within 0\.2s") as info:
+                await handshake(sb, hs(NodeIdentity.generate()), network_id=NET, outbound=False, timeout=0.2)
+    assert info.value.code == GoodbyeCode.BAD_HANDSHAKE and info.value.by == "local"
 
 
 async def test_garbage_after_the_handshake_drops_the_peer_with_a_goodbye() -> None:

@@ -1,7 +1,10 @@
 """A hostile peer against a real node, while the node pulls honestly from another upstream.
 
-The hostile peer is a raw TCP client written here with the streamer codec and identity: it can
-send garbage, break the framing, lie in its handshake, or play upstream and forge a chunk. Each
+The hostile peer is a raw TCP client written here with the streamer codec and identity. It greets
+the target the way docs/protocol.md section 6 says (Hello both ways, then a handshake signed over
+the target's nonce), or does not: it can send garbage, break the framing, lie in its handshake,
+replay or relay another node's handshake, or play upstream or downstream and break the sync rules
+(forge a chunk, offer or want on a stream not subscribed, acknowledge an Unsubscribe never sent). Each
 scenario checks that the target drops the connection the way docs/protocol.md says (a Goodbye
 with the right code, then EOF), stays up (/health), completes its concurrent honest sync (history
 then live chunks), and loses or corrupts nothing it stored.
@@ -14,6 +17,7 @@ end pin down product bugs that hostile (or merely unlucky) peers exposed.
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -29,9 +33,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from localstore import Chunk
 from pot import proximity
 from streamer.codec import FrameDecoder, encode
-from streamer.identity import NodeIdentity, handshake_signing_bytes, make_handshake
+from streamer.identity import NodeIdentity, handshake_signing_bytes, make_handshake, verify_handshake
 from streamer.messages import (
     BIN_COUNT,
+    NONCE_SIZE,
     PROTOCOL_VERSION,
     ChunkDelivery,
     CursorsReply,
@@ -39,10 +44,14 @@ from streamer.messages import (
     Goodbye,
     GoodbyeCode,
     Handshake,
+    Hello,
     Message,
     OfferedHashes,
     Ping,
+    Pong,
     Subscribe,
+    Unsubscribe,
+    Unsubscribed,
     WantedHashes,
 )
 from swarm.node import Node
@@ -73,6 +82,8 @@ class HostilePeer:
         self.stream = stream
         self.decoder = FrameDecoder()
         self.identity = identity or NodeIdentity.generate()
+        self.nonce = secrets.token_bytes(NONCE_SIZE)  # what the target must sign its handshake over
+        self.target_nonce: bytes | None = None  # what we must sign ours over (its Hello)
         self.target: Handshake | None = None
         self._unread: list[Message] = []  # read ahead by handshake(), handed out first
 
@@ -84,7 +95,20 @@ class HostilePeer:
     def overlay(self) -> bytes:
         return self.identity.overlay(1)
 
-    def make_handshake(self, *, network_id: int = 1) -> Handshake:
+    async def greet(self) -> bytes:
+        """The raw greeting: read the target's Hello (it sends it first, unasked), answer with ours;
+        returns the target's nonce, the challenge our handshake must be signed over."""
+        if self.target_nonce is None:
+            hello = await self.receive()
+            assert isinstance(hello, Hello), f"expected the target's Hello, got {hello}"
+            self.target_nonce = hello.nonce
+            await self.send(Hello(self.nonce))
+        return self.target_nonce
+
+    def make_handshake(self, *, network_id: int = 1, challenge: bytes | None = None) -> Handshake:
+        """Our handshake, signed over `challenge` (by default the target's nonce: call greet first)."""
+        challenge = challenge if challenge is not None else self.target_nonce
+        assert challenge is not None, "no challenge: greet() the target first"
         return make_handshake(
             self.identity,
             version=PROTOCOL_VERSION,
@@ -92,6 +116,7 @@ class HostilePeer:
             epoch=HOSTILE_EPOCH,
             host="",
             port=0,
+            challenge=challenge,
         )
 
     async def send(self, msg: Message) -> None:
@@ -122,19 +147,24 @@ class HostilePeer:
             if wanted(msg):
                 return msg
 
-    async def handshake(self, hs: Handshake | None = None) -> Handshake:
-        """Send our handshake (a valid one unless given), read the target's, and wait until the
-        target has accepted ours: its first cursors request shows that its session with us runs.
-
-        (The target sends its handshake before it reads ours, so without that wait a bad frame
-        sent right after our handshake can reach its decoder during the handshake and be refused
-        as a bad handshake instead of dropping an established peer: the same Goodbye, a different
-        count.)
-        """
-        await self.send(hs or self.make_handshake())
+    async def receive_handshake(self) -> Handshake:
+        """The target's handshake (after our Hello), which must be signed over our nonce."""
         msg = await self.receive()
         assert isinstance(msg, Handshake), msg
-        self.target = msg
+        verify_handshake(msg, network_id=1, version=PROTOCOL_VERSION, challenge=self.nonce)
+        return msg
+
+    async def handshake(self, hs: Handshake | None = None) -> Handshake:
+        """Greet, send our handshake (a valid one unless given), read the target's, and wait until
+        the target has accepted ours: its first cursors request shows that its session with us runs.
+
+        (A bad frame sent right after our handshake could otherwise reach the target's decoder
+        while it still reads our handshake, and be refused as a bad handshake instead of dropping
+        an established peer: the same Goodbye, a different count.)
+        """
+        await self.greet()
+        await self.send(hs or self.make_handshake())
+        self.target = await self.receive_handshake()
         read: list[Message] = []
         while not read or not isinstance(read[-1], CursorsRequest):
             msg = await self.receive()
@@ -142,6 +172,15 @@ class HostilePeer:
             read.append(msg)
         self._unread = read
         return self.target
+
+    async def ping(self, nonce: int) -> list[Message]:
+        """A barrier: the target reads in order, so once it answers, everything we sent before was
+        handled. Returns what the target sent meanwhile."""
+        await self.send(Ping(nonce))
+        seen: list[Message] = []
+        while (msg := await self.receive_until(lambda m: True)) != Pong(nonce):
+            seen.append(msg)
+        return seen
 
     async def goodbye_then_eof(self) -> Goodbye | None:
         """Read to the end: the target's Goodbye (if any), which must be followed by EOF."""
@@ -170,17 +209,30 @@ class Expect:
     stored: tuple[Chunk, ...] = ()  # valid chunks the hostile peer delivered before misbehaving
 
 
-async def garbage_instead_of_handshake(h: HostilePeer) -> Expect:
+async def garbage_instead_of_hello(h: HostilePeer) -> Expect:
     await h.send_raw(b"GET / HTTP/1.1\r\nHost: swarm\r\n\r\n")
     return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=False)
 
 
-async def ping_instead_of_handshake(h: HostilePeer) -> Expect:
+async def ping_instead_of_hello(h: HostilePeer) -> Expect:
     await h.send(Ping(7))
     return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=False)
 
 
+async def handshake_instead_of_hello(h: HostilePeer) -> Expect:
+    """A peer that skips the greeting (as the protocol without challenges did): its handshake can
+    only be signed over a nonce it guessed, and it is refused before that is even checked."""
+    await h.send(h.make_handshake(challenge=bytes(NONCE_SIZE)))
+    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=False)
+
+
+async def short_hello(h: HostilePeer) -> Expect:
+    await h.send_raw(struct.pack(">IB", 1 + 31, 0x05) + bytes(31))  # a Hello with a 31-byte nonce
+    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=False)
+
+
 async def truncated_handshake(h: HostilePeer) -> Expect:
+    await h.greet()
     frame = encode(h.make_handshake())
     await h.send_raw(frame[:40])
     await h.stream.send_eof()
@@ -211,22 +263,39 @@ async def second_handshake(h: HostilePeer) -> Expect:
     return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True)
 
 
+async def second_hello(h: HostilePeer) -> Expect:
+    await h.handshake()
+    await h.send(Hello(secrets.token_bytes(NONCE_SIZE)))
+    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True)
+
+
 async def wrong_network(h: HostilePeer) -> Expect:
+    await h.greet()
     await h.send(h.make_handshake(network_id=2))  # correctly signed, for network 2
     return Expect(GoodbyeCode.WRONG_NETWORK, handshaken=False)
 
 
 async def bad_signature(h: HostilePeer) -> Expect:
+    await h.greet()
     hs = h.make_handshake()
     forged = bytes([hs.signature[0] ^ 1]) + hs.signature[1:]
     await h.send(dataclasses.replace(hs, signature=forged))
     return Expect(GoodbyeCode.BAD_HANDSHAKE, handshaken=False)
 
 
+async def signed_over_our_own_nonce(h: HostilePeer) -> Expect:
+    """A valid signature, over the wrong challenge: the nonce we sent, not the target's."""
+    await h.greet()
+    await h.send(h.make_handshake(challenge=h.nonce))
+    return Expect(GoodbyeCode.BAD_HANDSHAKE, handshaken=False)
+
+
 async def overlay_not_from_key(h: HostilePeer) -> Expect:
     """Claim another overlay (here: all 0x11), properly signed with our own key."""
+    challenge = await h.greet()
     claimed = dataclasses.replace(h.make_handshake(), overlay=b"\x11" * 32)
-    await h.send(dataclasses.replace(claimed, signature=h.identity.sign(handshake_signing_bytes(claimed))))
+    signature = h.identity.sign(handshake_signing_bytes(claimed, challenge))
+    await h.send(dataclasses.replace(claimed, signature=signature))
     return Expect(GoodbyeCode.BAD_HANDSHAKE, handshaken=False)
 
 
@@ -317,6 +386,20 @@ async def offer_unsubscribed_stream(h: HostilePeer) -> Expect:
     return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True)
 
 
+async def unsubscribed_never_asked(h: HostilePeer) -> Expect:
+    """As an upstream: acknowledge an Unsubscribe the target never sent."""
+    await h.handshake()
+    await h.send(Unsubscribed(FORGED_BIN, False))
+    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True)
+
+
+async def unsubscribed_for_an_active_stream(h: HostilePeer) -> Expect:
+    """As an upstream: acknowledge an Unsubscribe of a stream the target is still pulling."""
+    await play_upstream_until_subscribed(h, 1)
+    await h.send(Unsubscribed(FORGED_BIN, False))
+    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True)
+
+
 async def offer_beyond_subscription(h: HostilePeer) -> Expect:
     await play_upstream_until_subscribed(h, 1)
     await h.send(OfferedHashes(FORGED_BIN, False, 1, 2, (bytes(range(32)), bytes(range(1, 33)))))
@@ -330,6 +413,17 @@ async def want_never_offered(h: HostilePeer) -> Expect:
     return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True)
 
 
+async def want_after_unsubscribing(h: HostilePeer) -> Expect:
+    """As a downstream: subscribe to a live stream, unsubscribe (the target acknowledges it), then
+    send a want for it: the stream is gone, and the want did not cross the Unsubscribe."""
+    await h.handshake()
+    await h.send(Subscribe(0, True, 1, 0))
+    await h.send(Unsubscribe(0, True))
+    await h.receive_until(lambda m: m == Unsubscribed(0, True))
+    await h.send(WantedHashes.from_indices(0, True, 1, 1, [0]))
+    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True)
+
+
 async def subscribe_beyond_cursor(h: HostilePeer) -> Expect:
     await h.handshake()
     await h.send(Subscribe(0, False, 1, 10**9))
@@ -339,15 +433,19 @@ async def subscribe_beyond_cursor(h: HostilePeer) -> Expect:
 SCENARIOS: dict[str, Callable[[HostilePeer], Awaitable[Expect]]] = {
     f.__name__: f
     for f in (
-        garbage_instead_of_handshake,
-        ping_instead_of_handshake,
+        garbage_instead_of_hello,
+        ping_instead_of_hello,
+        handshake_instead_of_hello,
+        short_hello,
         truncated_handshake,
         oversized_frame,
         zero_length_frame,
         unknown_message_type,
         second_handshake,
+        second_hello,
         wrong_network,
         bad_signature,
+        signed_over_our_own_nonce,
         overlay_not_from_key,
         forged_chunk,
         corrupted_chunk,
@@ -356,7 +454,10 @@ SCENARIOS: dict[str, Callable[[HostilePeer], Awaitable[Expect]]] = {
         truncated_frame,
         offer_unsubscribed_stream,
         offer_beyond_subscription,
+        unsubscribed_never_asked,
+        unsubscribed_for_an_active_stream,
         want_never_offered,
+        want_after_unsubscribing,
         subscribe_beyond_cursor,
     )
 }
@@ -592,12 +693,58 @@ def identity_at(overlay: bytes, po: int) -> NodeIdentity:
             return identity
 
 
-async def test_impostor_replaying_a_handshake_cannot_void_an_honest_peers_intervals(tmp_path: Path) -> None:
-    """Anyone who connects to a node receives its signed handshake, and the protocol says a
-    handshake can be replayed (no challenge). An impostor replays the honest upstream U's handshake
-    to the target T; T replaces its connection to U with the impostor's (T's overlay is chosen
-    above U's, so the tie-break keeps the newer connection) and asks it for cursors. The epoch in
-    the CursorsReply must match the signed epoch of the handshake: a different one is a lie, not a
+async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None:
+    """Anyone who greets a node receives its signed handshake. An impostor records the honest
+    upstream U's handshake that way and replays it to the target T (T's overlay is chosen above
+    U's, so that, were the handshake accepted, the tie-break would replace T's connection to U
+    with the impostor's). U signed it over the recorder's nonce, not over T's: T refuses it as a
+    bad signature (BAD_HANDSHAKE), and keeps its connection to U and the intervals it synced."""
+    first, second = NodeIdentity.generate(), NodeIdentity.generate()
+    low, high = sorted((first, second), key=lambda i: i.overlay(1))
+    write_key(tmp_path / "up", low)
+    write_key(tmp_path / "target", high)
+    with trio.fail_after(30):
+        async with honest_sync(tmp_path) as s:
+            target, upstream = s.target, s.upstream
+            await wait_for(lambda: target.puller.fully_synced() and len(target.store) == len(HISTORY))
+            kept = {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
+            assert sum(e - s + 1 for r in kept.values() for s, e in r) == len(HISTORY)
+            session = target.peers[upstream.overlay]
+            refused = target.connections_refused
+
+            recorder = await HostilePeer.connect(upstream.p2p_port)
+            try:
+                await recorder.greet()
+                recorded = await recorder.receive_handshake()  # signed over the recorder's nonce
+            finally:
+                await recorder.aclose()
+            assert recorded.overlay == upstream.overlay
+
+            impostor = await HostilePeer.connect(target.p2p_port)
+            try:
+                with trio.fail_after(STEP_TIMEOUT):
+                    await impostor.greet()
+                    await impostor.send(recorded)
+                    goodbye = await impostor.goodbye_then_eof()
+            finally:
+                await impostor.aclose()
+            assert goodbye is not None and goodbye.code == GoodbyeCode.BAD_HANDSHAKE, goodbye
+            assert "bad handshake signature" in goodbye.reason
+            assert target.connections_refused == refused + 1
+            assert target.violations == 0
+            assert target.peers.get(upstream.overlay) is session  # never replaced
+            assert target.puller.stats_of(upstream.overlay)["resets"] == 0
+            now = {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
+            assert now == kept
+
+
+async def test_a_live_relay_passes_the_handshake_but_its_lies_void_no_intervals(tmp_path: Path) -> None:
+    """The challenge stops replays, not a live relay (docs/protocol.md section 6: nothing binds a
+    handshake to the TCP connection). A relay greets the target T, hands T's nonce to the honest
+    upstream U as its own Hello nonce, and passes U's fresh handshake, signed over T's nonce, on
+    to T. T accepts it, replaces its connection to U with the relay's (T's overlay is above U's:
+    the tie-break keeps the newer connection) and asks it for cursors. The epoch in the
+    CursorsReply must match the signed epoch of the handshake: a different one is a lie, not a
     wiped store, and must not void the intervals T keeps for U."""
     first, second = NodeIdentity.generate(), NodeIdentity.generate()
     low, high = sorted((first, second), key=lambda i: i.overlay(1))
@@ -610,25 +757,27 @@ async def test_impostor_replaying_a_handshake_cannot_void_an_honest_peers_interv
             kept = {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
             assert sum(e - s + 1 for r in kept.values() for s, e in r) == len(HISTORY)
 
-            recorder = await HostilePeer.connect(upstream.p2p_port)
-            recorded = await recorder.receive()  # U's handshake, sent to whoever connects
-            await recorder.aclose()
-            assert isinstance(recorded, Handshake) and recorded.overlay == upstream.overlay
-
-            impostor = await HostilePeer.connect(target.p2p_port)
+            to_target = await HostilePeer.connect(target.p2p_port)
+            to_upstream = await HostilePeer.connect(upstream.p2p_port)
             try:
-                await impostor.handshake(recorded)  # accepted: the documented replay weakness
-                await impostor.receive_until(lambda m: isinstance(m, CursorsRequest))
-                await impostor.send(CursorsReply(epoch=recorded.epoch + 1, cursors=(0,) * BIN_COUNT))
-                goodbye = None
-                with trio.move_on_after(2):
-                    goodbye = await impostor.goodbye_then_eof()
+                with trio.fail_after(STEP_TIMEOUT):
+                    to_upstream.nonce = await to_target.greet()  # U is challenged with T's nonce
+                    await to_upstream.greet()
+                    relayed = await to_upstream.receive_handshake()
+                    assert relayed.overlay == upstream.overlay
+                    await to_target.handshake(relayed)  # accepted: T's own challenge is answered
+                    assert target.peers[upstream.overlay].conn.remote == relayed
+                    await to_target.receive_until(lambda m: isinstance(m, CursorsRequest))
+                    await to_target.send(CursorsReply(epoch=relayed.epoch + 1, cursors=(0,) * BIN_COUNT))
+                    goodbye = await to_target.goodbye_then_eof()
             finally:
-                await impostor.aclose()
+                await to_target.aclose()
+                await to_upstream.aclose()
+            assert goodbye is not None and goodbye.code == GoodbyeCode.PROTOCOL_ERROR, goodbye
+            assert "epoch" in goodbye.reason
             assert target.puller.stats_of(upstream.overlay)["resets"] == 0
             now = {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
             assert now == kept
-            assert goodbye is not None and goodbye.code == GoodbyeCode.PROTOCOL_ERROR
 
 
 async def test_third_unanswered_offer_is_a_violation(tmp_path: Path) -> None:
@@ -655,6 +804,109 @@ async def test_third_unanswered_offer_is_a_violation(tmp_path: Path) -> None:
                 await h.aclose()
             assert goodbye is not None and goodbye.code == GoodbyeCode.PROTOCOL_ERROR
             nursery.cancel_scope.cancel()
+
+
+@dataclass
+class Unsubscribing:
+    target: Node
+    upstream: HostilePeer  # at PO 0 from the target, with one chunk in FORGED_BIN
+    neighbours: list[HostilePeer]  # at PO 1: while they are connected, the target's depth is 1
+    streams: set[tuple[int, bool]]  # what the target unsubscribed from the upstream
+
+
+@asynccontextmanager
+async def unsubscribed_by_the_target(tmp_path: Path) -> AsyncIterator[Unsubscribing]:
+    """The target pulls every bin from a hostile upstream at PO 0 (FORGED_BIN holds one chunk, the
+    other bins none) until three peers at PO 1 connect: its depth becomes 1, so it keeps only bin 0
+    of the upstream and unsubscribes every other stream (bins 1..31 live, FORGED_BIN historical).
+    Yields once the upstream has read all those Unsubscribes, none acknowledged yet."""
+    target_id = NodeIdentity.generate()
+    write_key(tmp_path / "target", target_id)
+    async with trio.open_nursery() as nursery:
+        target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
+        h = await HostilePeer.connect(target.p2p_port, identity_at(target_id.overlay(1), 0))
+        neighbours: list[HostilePeer] = []
+        try:
+            with trio.fail_after(STEP_TIMEOUT):
+                await play_upstream_until_subscribed(h, 1)
+                for _ in range(3):
+                    neighbours.append(
+                        await HostilePeer.connect(target.p2p_port, identity_at(target.overlay, 1))
+                    )
+                    await neighbours[-1].handshake()
+                await wait_for(lambda: target.depth() == 1, timeout=5)
+                expected = {(b, True) for b in range(1, BIN_COUNT)} | {(FORGED_BIN, False)}
+                streams: set[tuple[int, bool]] = set()
+                while streams != expected:
+                    msg = await h.receive_until(lambda m: isinstance(m, Unsubscribe))
+                    assert isinstance(msg, Unsubscribe)
+                    streams.add((msg.bin, msg.live))
+                    assert streams <= expected, msg
+            yield Unsubscribing(target, h, neighbours, streams)
+        finally:
+            for peer in [h, *neighbours]:
+                await peer.aclose()
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("then", ["offer", "second_ack"])
+async def test_offers_that_cross_an_unsubscribe_are_ignored_until_it_is_acknowledged(
+    tmp_path: Path, then: str
+) -> None:
+    """docs/protocol.md 8.2: the downstream ignores offers of a stream it unsubscribed from only
+    while its Unsubscribed is pending (they crossed the Unsubscribe on the wire). Once the upstream
+    has acknowledged it, another offer of that stream, or a second acknowledgement, is a
+    PROTOCOL_ERROR."""
+    claimed = HOSTILE_CHUNKS[0]
+    with trio.fail_after(30):
+        async with unsubscribed_by_the_target(tmp_path) as u:
+            h, target = u.upstream, u.target
+            crossing = OfferedHashes(FORGED_BIN, False, 1, 1, (claimed.address,))
+            await h.send(crossing)
+            seen = await h.ping(1)
+            assert not any(isinstance(m, WantedHashes) for m in seen), seen  # ignored, not answered
+            await h.send(Unsubscribed(FORGED_BIN, False))
+            await h.ping(2)
+            assert target.violations == 0 and h.overlay in target.peers
+            await h.send(crossing if then == "offer" else Unsubscribed(FORGED_BIN, False))
+            with trio.fail_after(STEP_TIMEOUT):
+                goodbye = await h.goodbye_then_eof()
+            assert goodbye is not None and goodbye.code == GoodbyeCode.PROTOCOL_ERROR, goodbye
+            assert ("not subscribed" if then == "offer" else "did not ask") in goodbye.reason
+            await wait_for(lambda: target.violations == 1)
+            assert not target.store.has(claimed.address)
+
+
+async def test_a_stopped_bin_is_subscribed_again_only_after_the_acknowledgement(tmp_path: Path) -> None:
+    """docs/protocol.md 8.2: when its depth goes back to 0 the target pulls bins 1..31 of the
+    upstream again, but subscribes to a bin only once its Unsubscribes are acknowledged (else an
+    offer of the old subscription could be taken for one of the new)."""
+    with trio.fail_after(30):
+        async with unsubscribed_by_the_target(tmp_path) as u:
+            h, target = u.upstream, u.target
+            held = {(FORGED_BIN, False), (FORGED_BIN, True)}
+            for bin, live in sorted(u.streams - held):
+                await h.send(Unsubscribed(bin, live))
+            for neighbour in u.neighbours:
+                await neighbour.aclose()
+            await wait_for(lambda: target.depth() == 0, timeout=5)
+            subscribed: set[int] = set()
+            with trio.fail_after(STEP_TIMEOUT):
+                while subscribed != set(range(1, BIN_COUNT)) - {FORGED_BIN}:
+                    sub = await h.receive_until(lambda m: isinstance(m, Subscribe))
+                    assert isinstance(sub, Subscribe) and sub.bin != FORGED_BIN, sub
+                    assert (sub.live, sub.start, sub.end) == (True, 1, 0), sub
+                    subscribed.add(sub.bin)
+                await trio.sleep(0.3)
+                seen = await h.ping(1)
+            assert not any(isinstance(m, Subscribe) for m in seen), seen
+            for bin, live in sorted(held):
+                await h.send(Unsubscribed(bin, live))
+            with trio.fail_after(STEP_TIMEOUT):
+                again = {await h.receive_until(lambda m: isinstance(m, Subscribe)) for _ in range(2)}
+            # the historical range is pulled anew (nothing was synced), live from after the cursor
+            assert again == {Subscribe(FORGED_BIN, False, 1, 1), Subscribe(FORGED_BIN, True, 2, 0)}
+            assert target.violations == 0 and h.overlay in target.peers
 
 
 async def test_depth_flapping_peers_do_not_get_an_honest_upstream_dropped(tmp_path: Path) -> None:

@@ -37,6 +37,8 @@ from streamer import (
 
 NETWORK = 10
 VERSION = 1
+CHALLENGE = bytes(range(0xA0, 0xC0))  # the nonce of the Hello the verifier sent
+OTHER_CHALLENGE = bytes(range(0xC0, 0xE0))  # the nonce of another connection's Hello
 
 # RFC 8032 section 7.1, test 1 (empty message).
 RFC_SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
@@ -59,7 +61,13 @@ def bob() -> NodeIdentity:
 @pytest.fixture
 def handshake(alice: NodeIdentity) -> Handshake:
     return make_handshake(
-        alice, version=VERSION, network_id=NETWORK, epoch=1700000000, host="10.0.0.1", port=1634
+        alice,
+        version=VERSION,
+        network_id=NETWORK,
+        epoch=1700000000,
+        host="10.0.0.1",
+        port=1634,
+        challenge=CHALLENGE,
     )
 
 
@@ -114,17 +122,81 @@ def test_handshake_fields(handshake: Handshake, alice: NodeIdentity) -> None:
     assert handshake.public_key == alice.public_key
     assert (handshake.version, handshake.network_id, handshake.epoch) == (VERSION, NETWORK, 1700000000)
     assert (handshake.host, handshake.port) == ("10.0.0.1", 1634)
-    verify_handshake(handshake, network_id=NETWORK, version=VERSION)
+    verify_handshake(handshake, network_id=NETWORK, version=VERSION, challenge=CHALLENGE)
 
 
 def test_handshake_verifies_after_the_wire(handshake: Handshake) -> None:
-    verify_handshake(decode(encode(handshake)), network_id=NETWORK, version=VERSION)  # type: ignore[arg-type]
+    received = decode(encode(handshake))
+    assert isinstance(received, Handshake)
+    verify_handshake(received, network_id=NETWORK, version=VERSION, challenge=CHALLENGE)
 
 
-def test_signed_bytes_are_the_domain_tag_and_the_body_without_signature(handshake: Handshake) -> None:
+def test_signed_bytes_are_the_domain_tag_the_body_without_signature_and_the_challenge(
+    handshake: Handshake,
+) -> None:
     body = encode(handshake)[5:]
-    assert handshake_signing_bytes(handshake) == HANDSHAKE_DOMAIN + body[:84] + body[148:]
-    assert verify_signature(handshake.public_key, handshake_signing_bytes(handshake), handshake.signature)
+    signed = handshake_signing_bytes(handshake, CHALLENGE)
+    assert signed == HANDSHAKE_DOMAIN + body[:84] + body[148:] + CHALLENGE
+    assert verify_signature(handshake.public_key, signed, handshake.signature)
+
+
+def test_signed_bytes_layout(alice: NodeIdentity) -> None:
+    """docs/protocol.md section 6, byte for byte: the challenge comes last, after the host."""
+    hs = Handshake(VERSION, NETWORK, alice.overlay(NETWORK), 0x5F, "h", 1634, alice.public_key, bytes(64))
+    assert handshake_signing_bytes(hs, CHALLENGE) == (
+        b"swarm-handshake-v1"
+        + bytes.fromhex("0001 000000000000000a")
+        + alice.overlay(NETWORK)
+        + bytes.fromhex("000000000000005f 0662")
+        + alice.public_key
+        + b"\x01h"
+        + CHALLENGE
+    )
+    assert HANDSHAKE_DOMAIN == b"swarm-handshake-v1"
+
+
+def test_one_handshake_per_challenge(alice: NodeIdentity) -> None:
+    """Everything but the signature is the same for two connections; the signature differs."""
+    fields: dict[str, Any] = {"version": VERSION, "network_id": NETWORK, "epoch": 1, "host": "h", "port": 1}
+    first = make_handshake(alice, **fields, challenge=CHALLENGE)
+    second = make_handshake(alice, **fields, challenge=OTHER_CHALLENGE)
+    assert first.signature != second.signature
+    assert dataclasses.replace(first, signature=second.signature) == second
+    verify_handshake(first, network_id=NETWORK, version=VERSION, challenge=CHALLENGE)
+    verify_handshake(second, network_id=NETWORK, version=VERSION, challenge=OTHER_CHALLENGE)
+
+
+@pytest.mark.parametrize(
+    "challenge",
+    [
+        OTHER_CHALLENGE,
+        bytes(32),
+        bytes([CHALLENGE[0] ^ 1]) + CHALLENGE[1:],
+        CHALLENGE[:-1] + bytes([CHALLENGE[-1] ^ 0x80]),
+    ],
+    ids=["another-connection", "zeros", "first-bit", "last-bit"],
+)
+def test_handshake_replayed_under_another_challenge_fails_the_signature(
+    handshake: Handshake, challenge: bytes
+) -> None:
+    """A handshake recorded on one connection (signed over that connection's nonce) is refused on
+    a connection whose verifier sent another nonce: a bad signature, BAD_HANDSHAKE."""
+    with pytest.raises(HandshakeError, match="bad handshake signature") as info:
+        verify_handshake(handshake, network_id=NETWORK, version=VERSION, challenge=challenge)
+    assert info.value.code is GoodbyeCode.BAD_HANDSHAKE
+
+
+@pytest.mark.parametrize("size", [0, 31, 33, 64])
+def test_challenge_must_be_32_bytes(alice: NodeIdentity, handshake: Handshake, size: int) -> None:
+    wrong = bytes(size)
+    pattern = rf"handshake challenge must be 32 bytes, got {size}"
+    with pytest.raises(ValueError, match=pattern):
+        handshake_signing_bytes(handshake, wrong)
+    with pytest.raises(ValueError, match=pattern):
+        make_handshake(alice, version=VERSION, network_id=NETWORK, epoch=1, host="h", port=1, challenge=wrong)
+    with pytest.raises(ValueError, match=pattern) as info:
+        verify_handshake(handshake, network_id=NETWORK, version=VERSION, challenge=wrong)
+    assert not isinstance(info.value, HandshakeError)  # our own mistake, not the peer's
 
 
 @pytest.mark.parametrize(
@@ -139,14 +211,14 @@ def test_signed_bytes_are_the_domain_tag_and_the_body_without_signature(handshak
 def test_tampered_field_fails_the_signature(handshake: Handshake, field: str, value: Any) -> None:
     tampered = dataclasses.replace(handshake, **{field: value})
     with pytest.raises(HandshakeError, match="bad handshake signature") as info:
-        verify_handshake(tampered, network_id=NETWORK, version=VERSION)
+        verify_handshake(tampered, network_id=NETWORK, version=VERSION, challenge=CHALLENGE)
     assert info.value.code is GoodbyeCode.BAD_HANDSHAKE
 
 
 def test_tampered_version_fails_the_signature(handshake: Handshake) -> None:
     tampered = dataclasses.replace(handshake, version=VERSION + 1)
     with pytest.raises(HandshakeError, match="bad handshake signature") as info:
-        verify_handshake(tampered, network_id=NETWORK, version=VERSION + 1)
+        verify_handshake(tampered, network_id=NETWORK, version=VERSION + 1, challenge=CHALLENGE)
     assert info.value.code is GoodbyeCode.BAD_HANDSHAKE
 
 
@@ -155,14 +227,14 @@ def test_tampered_network_with_rederived_overlay_fails_the_signature(handshake: 
         handshake, network_id=NETWORK + 1, overlay=overlay_address(handshake.public_key, NETWORK + 1)
     )
     with pytest.raises(HandshakeError, match="bad handshake signature") as info:
-        verify_handshake(tampered, network_id=NETWORK + 1, version=VERSION)
+        verify_handshake(tampered, network_id=NETWORK + 1, version=VERSION, challenge=CHALLENGE)
     assert info.value.code is GoodbyeCode.BAD_HANDSHAKE
 
 
 def test_swapped_public_key_fails(handshake: Handshake, bob: NodeIdentity) -> None:
     tampered = dataclasses.replace(handshake, public_key=bob.public_key, overlay=bob.overlay(NETWORK))
     with pytest.raises(HandshakeError, match="bad handshake signature"):
-        verify_handshake(tampered, network_id=NETWORK, version=VERSION)
+        verify_handshake(tampered, network_id=NETWORK, version=VERSION, challenge=CHALLENGE)
 
 
 def test_overlay_not_derived_from_key(handshake: Handshake, bob: NodeIdentity) -> None:
@@ -170,29 +242,34 @@ def test_overlay_not_derived_from_key(handshake: Handshake, bob: NodeIdentity) -
     with pytest.raises(
         HandshakeError, match=f"claims overlay {claimed.hex()} but its public key gives"
     ) as info:
-        verify_handshake(dataclasses.replace(handshake, overlay=claimed), network_id=NETWORK, version=VERSION)
+        verify_handshake(
+            dataclasses.replace(handshake, overlay=claimed),
+            network_id=NETWORK,
+            version=VERSION,
+            challenge=CHALLENGE,
+        )
     assert info.value.code is GoodbyeCode.BAD_HANDSHAKE
 
 
 def test_overlay_mismatch_is_caught_even_with_a_valid_signature(alice: NodeIdentity) -> None:
     """A peer signing a handshake that claims someone else's overlay is still refused."""
     forged = Handshake(VERSION, NETWORK, b"\x42" * 32, 1, "h", 1, alice.public_key, bytes(64))
-    forged = dataclasses.replace(forged, signature=alice.sign(handshake_signing_bytes(forged)))
-    assert verify_signature(alice.public_key, handshake_signing_bytes(forged), forged.signature)
+    forged = dataclasses.replace(forged, signature=alice.sign(handshake_signing_bytes(forged, CHALLENGE)))
+    assert verify_signature(alice.public_key, handshake_signing_bytes(forged, CHALLENGE), forged.signature)
     with pytest.raises(HandshakeError, match="claims overlay") as info:
-        verify_handshake(forged, network_id=NETWORK, version=VERSION)
+        verify_handshake(forged, network_id=NETWORK, version=VERSION, challenge=CHALLENGE)
     assert info.value.code is GoodbyeCode.BAD_HANDSHAKE
 
 
 def test_wrong_network(handshake: Handshake) -> None:
     with pytest.raises(HandshakeError, match="peer is on network 10, we are on network 11") as info:
-        verify_handshake(handshake, network_id=11, version=VERSION)
+        verify_handshake(handshake, network_id=11, version=VERSION, challenge=CHALLENGE)
     assert info.value.code is GoodbyeCode.WRONG_NETWORK
 
 
 def test_version_mismatch(handshake: Handshake) -> None:
     with pytest.raises(HandshakeError, match="peer speaks protocol version 1, we speak version 2") as info:
-        verify_handshake(handshake, network_id=NETWORK, version=2)
+        verify_handshake(handshake, network_id=NETWORK, version=2, challenge=CHALLENGE)
     assert info.value.code is GoodbyeCode.VERSION_MISMATCH
 
 
@@ -241,7 +318,7 @@ def test_peer_record_signature_cannot_be_replayed_as_a_handshake(alice: NodeIden
         VERSION, NETWORK, alice.overlay(NETWORK), 0, "h", 1634, alice.public_key, rec.signature
     )
     with pytest.raises(HandshakeError, match="bad handshake signature"):
-        verify_handshake(replay, network_id=NETWORK, version=VERSION)
+        verify_handshake(replay, network_id=NETWORK, version=VERSION, challenge=CHALLENGE)
 
 
 def test_handshake_signature_cannot_be_replayed_as_a_peer_record(handshake: Handshake) -> None:

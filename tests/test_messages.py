@@ -23,6 +23,7 @@ from streamer import (
     Goodbye,
     GoodbyeCode,
     Handshake,
+    Hello,
     MessageError,
     MessageType,
     OfferedHashes,
@@ -35,6 +36,7 @@ from streamer import (
     RetrieveRequest,
     Subscribe,
     Unsubscribe,
+    Unsubscribed,
     WantedHashes,
     overlay_address,
     payload_size,
@@ -92,6 +94,7 @@ def subscribes(draw: st.DrawFn) -> Subscribe:
 peer_records = st.builds(PeerRecord, u64, text(MAX_HOST_SIZE), u16, keys32, sigs64)
 
 STRATEGIES: dict[type, st.SearchStrategy] = {
+    Hello: st.builds(Hello, st.binary(min_size=32, max_size=32)),
     Handshake: st.builds(Handshake, u16, u64, hashes32, u64, text(MAX_HOST_SIZE), u16, keys32, sigs64),
     Goodbye: st.builds(Goodbye, st.sampled_from(list(GoodbyeCode)) | u16, text(MAX_REASON_SIZE)),
     Ping: st.builds(Ping, u64),
@@ -100,6 +103,7 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     CursorsReply: st.builds(CursorsReply, u64, st.lists(u64, max_size=32).map(tuple)),
     Subscribe: subscribes(),
     Unsubscribe: st.builds(Unsubscribe, bins, st.booleans()),
+    Unsubscribed: st.builds(Unsubscribed, bins, st.booleans()),
     OfferedHashes: offered_hashes(),
     WantedHashes: wanted_hashes(),
     ChunkDelivery: st.builds(
@@ -126,6 +130,7 @@ def test_type_codes_are_distinct_and_documented_values() -> None:
         "Goodbye": 0x02,
         "Ping": 0x03,
         "Pong": 0x04,
+        "Hello": 0x05,
         "CursorsRequest": 0x10,
         "CursorsReply": 0x11,
         "Subscribe": 0x12,
@@ -133,6 +138,7 @@ def test_type_codes_are_distinct_and_documented_values() -> None:
         "OfferedHashes": 0x14,
         "WantedHashes": 0x15,
         "ChunkDelivery": 0x16,
+        "Unsubscribed": 0x17,
         "RetrieveRequest": 0x20,
         "RetrieveDelivery": 0x21,
         "RetrieveFailure": 0x22,
@@ -178,6 +184,8 @@ def test_byte_like_fields_are_stored_as_bytes_and_sequences_as_tuples() -> None:
     delivery = RetrieveDelivery(1, bytearray(8))  # type: ignore[arg-type]
     assert type(delivery.data) is bytes
     assert hash(delivery) == hash(RetrieveDelivery(1, bytes(8)))
+    hello = Hello(memoryview(bytes(range(32))))  # type: ignore[arg-type]
+    assert type(hello.nonce) is bytes and hello == Hello(bytes(range(32)))
 
 
 def test_goodbye_code_known_becomes_enum_unknown_stays_int() -> None:
@@ -193,6 +201,9 @@ def test_limits_are_inclusive() -> None:
     Goodbye(0xFFFF, "€" * 341 + "a")  # 1024 bytes
     CursorsReply(U64_MAX, (U64_MAX,) * 32)
     Subscribe(MAX_BIN, False, U64_MAX, U64_MAX)
+    Unsubscribe(MAX_BIN, True)
+    Unsubscribed(MAX_BIN, True)
+    Unsubscribed(0, False)
     Subscribe(0, False, 1, 1)
     OfferedHashes(MAX_BIN, True, 1, 128, (bytes(32),) * 128)
     OfferedHashes(0, False, 5, 5, ())
@@ -238,6 +249,9 @@ INVALID = [
     (Handshake, {**HS, "port": 65536}, r"Handshake\.port"),
     (Handshake, {**HS, "public_key": bytes(33)}, r"Handshake\.public_key must be 32 bytes"),
     (Handshake, {**HS, "signature": bytes(63)}, r"Handshake\.signature must be 64 bytes"),
+    (Hello, {"nonce": bytes(31)}, r"Hello\.nonce must be 32 bytes, got 31"),
+    (Hello, {"nonce": bytes(33)}, r"Hello\.nonce must be 32 bytes, got 33"),
+    (Hello, {"nonce": "00" * 32}, r"Hello\.nonce must be bytes"),
     (Goodbye, {"code": 0x10000}, r"Goodbye\.code"),
     (Goodbye, {"code": 1, "reason": "x" * 1025}, r"Goodbye\.reason must be at most 1024 bytes"),
     (Ping, {"nonce": 2**64}, r"Ping\.nonce"),
@@ -264,6 +278,9 @@ INVALID = [
     (Subscribe, {"bin": 0, "live": False, "start": 1, "end": 2**64}, r"Subscribe\.end"),
     (Unsubscribe, {"bin": 99, "live": False}, r"Unsubscribe\.bin"),
     (Unsubscribe, {"bin": 0, "live": None}, r"Unsubscribe\.live must be a bool"),
+    (Unsubscribed, {"bin": 32, "live": False}, r"Unsubscribed\.bin must be in 0\.\.31, got 32"),
+    (Unsubscribed, {"bin": -1, "live": True}, r"Unsubscribed\.bin"),
+    (Unsubscribed, {"bin": 0, "live": 1}, r"Unsubscribed\.live must be a bool"),
     (
         OfferedHashes,
         {"bin": 0, "live": False, "start": 1, "end": 200, "hashes": (bytes(32),) * 129},
