@@ -56,6 +56,10 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     ]:
         assert option in text
     assert "local[*]" in text
+    # Defaults as a user would type them, not as Python lists.
+    flat = " ".join(text.split())
+    assert "(default: 64,256,1024)" in flat and "(default: first,gap,temperature)" in flat
+    assert "[64" not in flat and "['first'" not in flat
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from .grid import SimParams
 
 __all__ = ["add_sim_parser", "cmd_sim"]
 
+# Strings: argparse converts a string default with the option's type, and --help shows it as typed.
 DEFAULT_NODES = "64,256,1024"
 DEFAULT_STRATEGIES = "first,gap,temperature"
 
@@ -77,13 +78,13 @@ def add_sim_parser(subparsers: Any) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument(
-        "--nodes", type=_sizes, default=_sizes(DEFAULT_NODES), metavar="N[,N...]", help="network sizes"
+        "--nodes", type=_sizes, default=DEFAULT_NODES, metavar="N[,N...]", help="network sizes"
     )
     p.add_argument("--runs", type=_positive, default=20, help="networks per (strategy, size)")
     p.add_argument(
         "--strategies",
         type=_strategies,
-        default=_strategies(DEFAULT_STRATEGIES),
+        default=DEFAULT_STRATEGIES,
         metavar="S[,S...]",
         help=f"suggestion strategies among {', '.join(sorted(STRATEGIES))}",
     )
