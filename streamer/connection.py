@@ -179,6 +179,13 @@ async def _receive(stream: trio.abc.Stream, decoder: FrameDecoder, expected: typ
             if isinstance(msg, Goodbye):
                 reason = f"peer refused the handshake: {msg.reason or 'no reason given'}"
                 raise HandshakeFailed(reason, int(msg.code), "remote")
+            if expected is Hello and isinstance(msg, Handshake):
+                # Version 1 had no Hello; any peer that skips it cannot verify our handshake.
+                raise HandshakeError(
+                    f"peer sent a Handshake without a Hello first: it speaks protocol version "
+                    f"{msg.version}, this node speaks {PROTOCOL_VERSION}",
+                    GoodbyeCode.VERSION_MISMATCH,
+                )
             raise RemoteProtocolError(f"expected {expected.__name__}, got {type(msg).__name__}")
         data = await stream.receive_some(RECEIVE_SIZE)
         if not data:

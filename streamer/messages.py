@@ -20,8 +20,9 @@ from bitarray import bitarray
 from localstore.bmt import keccak256
 from streamer.errors import MessageError
 
-PROTOCOL_VERSION = 1
-"""The ``version`` this implementation puts in its handshake."""
+PROTOCOL_VERSION = 2
+"""The ``version`` this implementation puts in its handshake. Version 2 added the Hello nonces
+(handshake signatures bound to one connection) and the Unsubscribed acknowledgement."""
 
 FRAME_HEADER_SIZE = 4
 MAX_FRAME_SIZE = 65536

@@ -303,22 +303,42 @@ async def test_connecting_to_ourselves_is_refused() -> None:
     [
         (CursorsRequest(), "expected Hello, got CursorsRequest"),
         (Ping(1), "expected Hello, got Ping"),
-        # a peer of the protocol without challenges starts with its handshake
-        (None, "expected Hello, got Handshake"),
     ],
-    ids=["CursorsRequest", "Ping", "Handshake"],
+    ids=["CursorsRequest", "Ping"],
 )
-async def test_a_first_message_that_is_not_hello_is_a_violation(first: Message | None, expected: str) -> None:
+async def test_a_first_message_that_is_not_hello_is_a_violation(first: Message, expected: str) -> None:
     sa, sb = trio.testing.memory_stream_pair()
     raw = RawPeer(sa)
     with trio.fail_after(5):
-        await raw.send(first or hs(NodeIdentity.generate())(bytes(NONCE_SIZE)))
+        await raw.send(first)
         with pytest.raises(HandshakeFailed, match=expected) as info:
             await handshake(sb, hs(NodeIdentity.generate()), network_id=NET, outbound=False)
         assert info.value.code == GoodbyeCode.PROTOCOL_ERROR and info.value.by == "local"
         # the refusal reached the other end
         assert isinstance(await raw.receive(), Hello)  # ours, sent while reading theirs
         assert await raw.receive() == Goodbye(GoodbyeCode.PROTOCOL_ERROR, f"bad handshake: {expected}")
+        assert await raw.receive() is None
+
+
+async def test_a_version_1_peer_that_starts_with_its_handshake_is_told_the_versions() -> None:
+    """Version 1 had no Hello: such a peer's first frame is its Handshake."""
+    sa, sb = trio.testing.memory_stream_pair()
+    raw = RawPeer(sa)
+    expected = (
+        "peer sent a Handshake without a Hello first: "
+        f"it speaks protocol version 1, this node speaks {PROTOCOL_VERSION}"
+    )
+    with trio.fail_after(5):
+        await raw.send(hs(NodeIdentity.generate(), version=1)(bytes(NONCE_SIZE)))
+        with pytest.raises(HandshakeFailed) as info:
+            await handshake(sb, hs(NodeIdentity.generate()), network_id=NET, outbound=False)
+        assert (info.value.code, info.value.reason, info.value.by) == (
+            GoodbyeCode.VERSION_MISMATCH,
+            expected,
+            "local",
+        )
+        assert isinstance(await raw.receive(), Hello)
+        assert await raw.receive() == Goodbye(GoodbyeCode.VERSION_MISMATCH, expected)
         assert await raw.receive() is None
 
 

@@ -105,13 +105,15 @@ class HostilePeer:
             await self.send(Hello(self.nonce))
         return self.target_nonce
 
-    def make_handshake(self, *, network_id: int = 1, challenge: bytes | None = None) -> Handshake:
+    def make_handshake(
+        self, *, network_id: int = 1, challenge: bytes | None = None, version: int = PROTOCOL_VERSION
+    ) -> Handshake:
         """Our handshake, signed over `challenge` (by default the target's nonce: call greet first)."""
         challenge = challenge if challenge is not None else self.target_nonce
         assert challenge is not None, "no challenge: greet() the target first"
         return make_handshake(
             self.identity,
-            version=PROTOCOL_VERSION,
+            version=version,
             network_id=network_id,
             epoch=HOSTILE_EPOCH,
             host="",
@@ -207,6 +209,7 @@ class Expect:
     counter: str | None = None  # the target's puller stats counter for us that must read 1
     absent: tuple[bytes, ...] = ()  # addresses the target must not hold
     stored: tuple[Chunk, ...] = ()  # valid chunks the hostile peer delivered before misbehaving
+    reason: str = ""  # text the Goodbye's reason must contain
 
 
 async def garbage_instead_of_hello(h: HostilePeer) -> Expect:
@@ -220,10 +223,14 @@ async def ping_instead_of_hello(h: HostilePeer) -> Expect:
 
 
 async def handshake_instead_of_hello(h: HostilePeer) -> Expect:
-    """A peer that skips the greeting (as the protocol without challenges did): its handshake can
-    only be signed over a nonce it guessed, and it is refused before that is even checked."""
-    await h.send(h.make_handshake(challenge=bytes(NONCE_SIZE)))
-    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=False)
+    """A peer that skips the greeting, as protocol version 1 (without challenges) did: its handshake
+    can only be signed over a nonce it guessed, and it is refused for its version, named."""
+    await h.send(h.make_handshake(challenge=bytes(NONCE_SIZE), version=1))
+    return Expect(
+        GoodbyeCode.VERSION_MISMATCH,
+        handshaken=False,
+        reason=f"speaks protocol version 1, this node speaks {PROTOCOL_VERSION}",
+    )
 
 
 async def short_hello(h: HostilePeer) -> Expect:
@@ -523,6 +530,7 @@ async def test_hostile_peer_is_dropped_and_honest_sync_completes(tmp_path: Path,
             assert goodbye is not None, "dropped without a Goodbye"
             assert goodbye.code == expect.code, goodbye
             assert goodbye.reason  # a clear error names the problem
+            assert expect.reason in goodbye.reason
 
             everything = HISTORY + LIVE
             await wait_for(
