@@ -1,23 +1,31 @@
 """Bench `swarm sim`: the same grid serially in one process and on Spark ``local[2]``.
 
-Both sides run the same per-key function (``swarm.sim.simulate.simulate``) over the same grid, the serial
-side as a plain loop. The Spark time is reported with and without starting the session (the JVM start
-counts against the speed-up); the bench also checks that both sides produced identical per-run rows.
-The machine may be shared: ``other_cores_*`` is the CPU (in cores) that processes other than this bench
-and its JVM and workers used during each phase (from /proc; null elsewhere). Prints one JSON line.
-Run as ``python -m benches.sim [--nodes 256,1024] [--runs 8] [--master local[2]]``.
+Both sides run the same per-key function (``swarm.sim.simulate.simulate``) over the same grid, the
+serial side as a plain loop. The Spark time is reported with and without starting Spark (the JVM and
+the SparkContext count against the speed-up; the SQL session, which only the table writing needs,
+is not started); the bench also checks that both sides produced identical per-run rows.
+``pool_speedup`` is the same grid on a plain ``multiprocessing`` pool (``--pool`` workers, no
+Spark): the ceiling this machine's cores allow. The machine may be shared: ``other_cores_*`` is the
+CPU (in cores) that processes other than this bench and its JVM and workers used during each phase
+(from /proc; null elsewhere). Prints one JSON line.
+By default the grid is that of ``swarm sim`` with its defaults (N = 64, 256, 1024; 20 runs; 180
+networks; about 5 minutes in all on 2 cores); ``--nodes 256,1024 --runs 8`` is a quicker one.
+Run as ``python -m benches.sim [--nodes 64,256,1024] [--runs 20] [--master local[2]] [--pool 2]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import time
+from functools import partial
 
-from swarm.sim.grid import SimParams, make_grid
+from swarm.sim.command import DEFAULT_NODES
+from swarm.sim.grid import GridKey, SimParams, make_grid
 from swarm.sim.simulate import simulate
-from swarm.sim.spark import run_grid, start_session
+from swarm.sim.spark import run_grid, start_context
 
 STRATEGIES = ["first", "gap", "temperature"]
 
@@ -76,12 +84,25 @@ class _Others:
         return round(others / os.sysconf("SC_CLK_TCK") / (time.perf_counter() - self.t), 2)
 
 
+def _pool_rows(keys: list[GridKey], params: SimParams, workers: int) -> list[tuple[object, ...]]:
+    """The same grid on a plain process pool: what this machine's cores give without Spark."""
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(partial(_run_row, params=params), keys, chunksize=1)
+
+
+def _run_row(key: GridKey, params: SimParams) -> tuple[object, ...]:
+    return simulate(key, params).run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--nodes", default="256,1024")
-    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--nodes", default=DEFAULT_NODES, help="network sizes (default: as swarm sim)")
+    parser.add_argument("--runs", type=int, default=20, help="runs per size and strategy (as swarm sim)")
     parser.add_argument("--lookups", type=int, default=2000)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--pool", type=int, default=2, help="also run the grid on a process pool of this size (0: skip)"
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in args.nodes.split(",")]
     params = SimParams(lookups=args.lookups)
@@ -93,18 +114,27 @@ def main() -> None:
     serial_s = time.perf_counter() - t0
     other_serial = others.cores()
 
+    pool_s = other_pool = None
+    if args.pool > 0:
+        t0 = time.perf_counter()
+        others = _Others()
+        pooled = _pool_rows(keys, params, args.pool)
+        pool_s = time.perf_counter() - t0
+        other_pool = others.cores()
+        assert pooled == serial, "the process pool computed other rows"
+
     t0 = time.perf_counter()
-    spark = start_session(args.master)
+    sc = start_context(args.master)  # the grid needs no SQL session (only writing the tables does)
     t1 = time.perf_counter()
     try:
         others = _Others()
-        outcome = run_grid(spark, keys, params)
+        outcome = run_grid(sc, keys, params)
         t2 = time.perf_counter()
         other_spark = others.cores()  # before stop(): the workers are still alive and counted as ours
-        master = spark.sparkContext.master
+        master = sc.master
         outcome.results.unpersist()
     finally:
-        spark.stop()
+        sc.stop()
     start_s, grid_s = t1 - t0, t2 - t1
     print(
         json.dumps(
@@ -126,7 +156,11 @@ def main() -> None:
                 "speedup": round(serial_s / (start_s + grid_s), 2),
                 "speedup_without_start": round(serial_s / grid_s, 2),
                 "identical": sorted(serial) == sorted(outcome.runs),
+                "pool_workers": args.pool,
+                "pool_s": None if pool_s is None else round(pool_s, 2),
+                "pool_speedup": None if pool_s is None else round(serial_s / pool_s, 2),
                 "other_cores_serial": other_serial,
+                "other_cores_pool": other_pool,
                 "other_cores_spark": other_spark,
             }
         )

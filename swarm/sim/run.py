@@ -85,7 +85,7 @@ def run_simulation(
     try:
         sc = session.sparkContext
         t_grid = time.perf_counter()
-        outcome = run_grid(session, keys, params, partitions=partitions, progress=progress)
+        outcome = run_grid(sc, keys, params, partitions=partitions, progress=progress)
         grid_seconds = time.perf_counter() - t_grid
         rank = {s: i for i, s in enumerate(strategies)}
         write_tables(session, outcome, out, order=lambda r: (rank[r[0]], r[1], r[2]))

@@ -24,7 +24,7 @@ from .grid import GridKey, SimParams
 from .simulate import NODE_COLUMNS, RUN_COLUMNS, SimResult, simulate
 
 if TYPE_CHECKING:
-    from pyspark import Accumulator
+    from pyspark import Accumulator, SparkContext
     from pyspark.rdd import RDD
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
@@ -38,6 +38,7 @@ __all__ = [
     "node_schema",
     "run_grid",
     "run_schema",
+    "start_context",
     "start_session",
     "under_spark_submit",
 ]
@@ -106,7 +107,18 @@ def _is_local(master: str) -> bool:
 def start_session(
     master: str | None, *, app_name: str = "swarm-sim", log_path: Path | None = None
 ) -> SparkSession:
-    """A quiet SparkSession: ``master`` (None: ``local[*]``, or whatever ``spark-submit`` was given).
+    """A quiet SparkSession (for the Parquet tables) over :func:`start_context`."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession(start_context(master, app_name=app_name, log_path=log_path))
+
+
+def start_context(
+    master: str | None, *, app_name: str = "swarm-sim", log_path: Path | None = None
+) -> SparkContext:
+    """A quiet SparkContext: ``master`` (None: ``local[*]``, or whatever ``spark-submit`` was given).
+
+    The grid needs only this; the SQL session on top of it (about 2 s more here) only writes the tables.
 
     Logs at ERROR only, no console progress bar, no web UI. When this process starts the JVM itself and
     ``log_path`` is given, the JVM's stderr (its log and the Python workers' stderr) goes to that file
@@ -120,7 +132,6 @@ def start_session(
     try:
         from pyspark import SparkConf, SparkContext
         from pyspark.java_gateway import launch_gateway
-        from pyspark.sql import SparkSession
     except ImportError as exc:
         raise SparkUnavailable(f"pyspark is not installed ({exc}); pip install pyspark") from None
     conf = SparkConf().setAppName(app_name)
@@ -157,7 +168,6 @@ def start_session(
             raise SparkUnavailable(f"cannot start Spark on master {chosen}: {reason}{where}") from None
     try:
         sc = SparkContext.getOrCreate(conf) if gateway is None else SparkContext(conf=conf, gateway=gateway)
-        spark = SparkSession(sc)
     except Exception as exc:  # a bad master URL or a failed start surfaces as various py4j errors
         java = getattr(exc, "java_exception", None)  # py4j's Py4JJavaError: the JVM's own message
         text = str(java.toString()) if java is not None else str(exc)
@@ -168,7 +178,7 @@ def start_session(
     sc.setLogLevel("ERROR")
     if not _is_local(str(sc.master)):
         sc.addPyFile(str(_code_zip()))
-    return spark
+    return sc
 
 
 def _jvm_error(log_path: Path | None) -> str | None:
@@ -240,7 +250,7 @@ class GridOutcome:
 
 
 def run_grid(
-    spark: SparkSession,
+    sc: SparkContext,
     keys: Sequence[GridKey],
     params: SimParams,
     *,
@@ -254,7 +264,6 @@ def run_grid(
     """
     from pyspark import StorageLevel
 
-    sc = spark.sparkContext
     slices = len(keys) if partitions <= 0 else min(partitions, len(keys))
     done = sc.accumulator(0)
     results = (
