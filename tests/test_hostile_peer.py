@@ -701,21 +701,30 @@ def identity_at(overlay: bytes, po: int) -> NodeIdentity:
             return identity
 
 
+def target_above_upstream(tmp_path: Path) -> None:
+    """Keys for `honest_sync` with the target's overlay above the upstream's: were a connection
+    from an impostor of the upstream accepted, the tie-break would keep it, the newer one."""
+    low, high = sorted((NodeIdentity.generate(), NodeIdentity.generate()), key=lambda i: i.overlay(1))
+    write_key(tmp_path / "up", low)
+    write_key(tmp_path / "target", high)
+
+
+def synced_ranges(target: Node, upstream: Node) -> dict[int, list[tuple[int, int]]]:
+    return {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
+
+
 async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None:
     """Anyone who greets a node receives its signed handshake. An impostor records the honest
     upstream U's handshake that way and replays it to the target T (T's overlay is chosen above
     U's, so that, were the handshake accepted, the tie-break would replace T's connection to U
     with the impostor's). U signed it over the recorder's nonce, not over T's: T refuses it as a
     bad signature (BAD_HANDSHAKE), and keeps its connection to U and the intervals it synced."""
-    first, second = NodeIdentity.generate(), NodeIdentity.generate()
-    low, high = sorted((first, second), key=lambda i: i.overlay(1))
-    write_key(tmp_path / "up", low)
-    write_key(tmp_path / "target", high)
+    target_above_upstream(tmp_path)
     with trio.fail_after(30):
         async with honest_sync(tmp_path) as s:
             target, upstream = s.target, s.upstream
             await wait_for(lambda: target.puller.fully_synced() and len(target.store) == len(HISTORY))
-            kept = {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
+            kept = synced_ranges(target, upstream)
             assert sum(e - s + 1 for r in kept.values() for s, e in r) == len(HISTORY)
             session = target.peers[upstream.overlay]
             refused = target.connections_refused
@@ -742,8 +751,7 @@ async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None
             assert target.violations == 0
             assert target.peers.get(upstream.overlay) is session  # never replaced
             assert target.puller.stats_of(upstream.overlay)["resets"] == 0
-            now = {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
-            assert now == kept
+            assert synced_ranges(target, upstream) == kept
 
 
 async def test_a_live_relay_passes_the_handshake_but_its_lies_void_no_intervals(tmp_path: Path) -> None:
@@ -754,15 +762,12 @@ async def test_a_live_relay_passes_the_handshake_but_its_lies_void_no_intervals(
     the tie-break keeps the newer connection) and asks it for cursors. The epoch in the
     CursorsReply must match the signed epoch of the handshake: a different one is a lie, not a
     wiped store, and must not void the intervals T keeps for U."""
-    first, second = NodeIdentity.generate(), NodeIdentity.generate()
-    low, high = sorted((first, second), key=lambda i: i.overlay(1))
-    write_key(tmp_path / "up", low)
-    write_key(tmp_path / "target", high)
+    target_above_upstream(tmp_path)
     with trio.fail_after(30):
         async with honest_sync(tmp_path) as s:
             target, upstream = s.target, s.upstream
             await wait_for(lambda: target.puller.fully_synced() and len(target.store) == len(HISTORY))
-            kept = {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
+            kept = synced_ranges(target, upstream)
             assert sum(e - s + 1 for r in kept.values() for s, e in r) == len(HISTORY)
 
             to_target = await HostilePeer.connect(target.p2p_port)
@@ -784,8 +789,7 @@ async def test_a_live_relay_passes_the_handshake_but_its_lies_void_no_intervals(
             assert goodbye is not None and goodbye.code == GoodbyeCode.PROTOCOL_ERROR, goodbye
             assert "epoch" in goodbye.reason
             assert target.puller.stats_of(upstream.overlay)["resets"] == 0
-            now = {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
-            assert now == kept
+            assert synced_ranges(target, upstream) == kept
 
 
 async def test_third_unanswered_offer_is_a_violation(tmp_path: Path) -> None:
