@@ -381,9 +381,14 @@ def cmd_up(args: argparse.Namespace) -> int:
             time.sleep(0.2)
         say("stopping the swarm ...")
     finally:
-        swarm.stop()
+        problems = swarm.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
+    for problem in problems:
+        print(f"swarm: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    say(f"stopped: {args.nodes} nodes closed cleanly")
     return 0
 
 

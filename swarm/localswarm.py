@@ -127,17 +127,26 @@ class Member:
             f"node {self.index} did not start within {timeout:g}s; see {self.directory / 'node.log'}"
         )
 
-    def stop(self, timeout: float = 15.0) -> None:
+    def stop(self, timeout: float = 15.0) -> str | None:
+        """SIGTERM the node and wait for it; None if it stopped cleanly (or was not running),
+        else what went wrong, for the operator."""
+        problem = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout)
+                status = self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+                problem = f"node {self.index} did not stop within {timeout:g}s and was killed"
+            else:
+                if status != 0:
+                    log = self.directory / "node.log"
+                    problem = f"node {self.index} exited with status {status}; see {log}"
         if self.log is not None:
             self.log.close()
             self.log = None
+        return problem
 
 
 class LocalSwarm:
@@ -215,12 +224,12 @@ class LocalSwarm:
                 else:
                     self.say(f"node {member.index} restarted (pid {member.info['pid']})")
 
-    def stop(self) -> None:
+    def stop(self) -> list[str]:
+        """Stop every node (all signalled at once); returns the problems, empty if all went well."""
         for member in self.members:
             if member.proc is not None and member.proc.poll() is None:
                 member.proc.send_signal(signal.SIGTERM)
-        for member in self.members:
-            member.stop()
+        return [problem for member in self.members if (problem := member.stop()) is not None]
 
     def rows(self) -> list[list[object]]:
         return [

@@ -15,7 +15,7 @@ import pytest
 
 from pot import proximity
 from swarm.chunker import split_bytes
-from swarm.localswarm import read_node_info
+from swarm.localswarm import Member, read_node_info
 from swarm.testing import poll
 
 pytestmark = pytest.mark.process
@@ -139,6 +139,7 @@ def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> N
             os.killpg(up.pid, signal.SIGKILL)
             output, _ = up.communicate()
     assert up.returncode == 0, output.decode()[-2000:]
+    assert f"stopped: {NODES} nodes closed cleanly" in output.decode()
     # every node process is gone after Ctrl-C
     for i in range(NODES):
         info = read_node_info(data_dir / f"node-{i}")
@@ -170,3 +171,50 @@ def test_commands_fail_with_one_clear_line(tmp_path: Path) -> None:
         assert len(err.strip().splitlines()) == 1, err
     result = swarm_cli("node", "--data-dir", str(empty), "--peer", "nohostport")
     assert result.returncode == 2 and "HOST:PORT" in result.stderr.decode()
+
+
+SCRIPTS = {
+    # stops cleanly on SIGTERM, as a node does
+    "clean": "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(60)\n",
+    # exits with status 3 on SIGTERM
+    "status 3": "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(60)\n",
+    # ignores SIGTERM
+    "ignores": "import signal, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(60)\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "reported"),
+    [
+        ("status 3", "node 7 exited with status 3; see "),
+        ("ignores", "node 7 did not stop within 0.5s and was killed"),
+    ],
+)
+def test_a_node_that_does_not_stop_cleanly_is_reported(tmp_path: Path, kind: str, reported: str) -> None:
+    member = Member(index=7, directory=tmp_path, api_port=0, p2p_port=0, args=[])
+    member.proc = subprocess.Popen([sys.executable, "-c", SCRIPTS[kind]], stdout=subprocess.PIPE)
+    try:
+        assert member.proc.stdout is not None and member.proc.stdout.readline() == b"ready\n"
+        problem = member.stop(timeout=0.5)
+        assert problem is not None and problem.startswith(reported), problem
+        assert member.proc.poll() is not None
+    finally:
+        if member.proc.poll() is None:
+            member.proc.kill()
+        member.proc.wait()
+        member.proc.stdout.close()  # type: ignore[union-attr]
+    # a node that stops when asked is no problem, and nor is one that is not running
+    member.proc = subprocess.Popen([sys.executable, "-c", SCRIPTS["clean"]], stdout=subprocess.PIPE)
+    assert member.proc.stdout is not None and member.proc.stdout.readline() == b"ready\n"
+    assert member.stop(timeout=10) is None
+    member.proc.stdout.close()
+    assert member.stop(timeout=10) is None
