@@ -93,6 +93,11 @@ def cmd_node(args: argparse.Namespace) -> int:
         strategy=args.suggest,
         gossip=not args.no_gossip,
     )
+    # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
+    # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
+    # the node runs and restores these handlers when it is done.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         trio.run(_run_node, config)
     except StoreError as exc:
@@ -107,8 +112,8 @@ def cmd_node(args: argparse.Namespace) -> int:
 async def _run_node(config: Any) -> None:
     from swarm.node import Node
 
-    node = Node(config)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        node = Node(config)
         async with trio.open_nursery() as nursery:
             await nursery.start(node.run)
             api = f"http://{config.api_host}:{node.api_port}" if node.api_port else "off"

@@ -127,12 +127,16 @@ class Member:
             f"node {self.index} did not start within {timeout:g}s; see {self.directory / 'node.log'}"
         )
 
-    def stop(self, timeout: float = 15.0) -> str | None:
-        """SIGTERM the node and wait for it; None if it stopped cleanly (or was not running),
-        else what went wrong, for the operator."""
+    def stop(self, timeout: float = 15.0, *, signalled: bool = False) -> str | None:
+        """SIGTERM the node (unless `signalled` already) and wait for it; None if it stopped
+        cleanly (or was not running), else what went wrong, for the operator.
+
+        One SIGTERM only: a second one, reaching a node after its graceful shutdown has begun,
+        would count against it."""
         problem = None
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            if not signalled:
+                self.proc.send_signal(signal.SIGTERM)
             try:
                 status = self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -229,7 +233,8 @@ class LocalSwarm:
         for member in self.members:
             if member.proc is not None and member.proc.poll() is None:
                 member.proc.send_signal(signal.SIGTERM)
-        return [problem for member in self.members if (problem := member.stop()) is not None]
+        stopped = [member.stop(signalled=True) for member in self.members]
+        return [problem for problem in stopped if problem is not None]
 
     def rows(self) -> list[list[object]]:
         return [

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import random
 import shutil
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +244,24 @@ def test_sigterm_mid_sync_exits_cleanly_and_resumes(tmp_path: Path, victim: str)
                     assert a2.stop() == 0
                     no_traceback(a2)
                 no_traceback(b)
+
+
+def test_repeated_signals_during_shutdown_still_give_a_clean_exit(tmp_path: Path) -> None:
+    """An impatient operator (or a supervisor that signals twice): SIGTERM and SIGINT every 20 ms
+    until the node is gone. The first starts the graceful shutdown; the others must neither kill
+    the exiting process nor print a KeyboardInterrupt traceback."""
+    preload(tmp_path / "a", chunk_set(6000, 11)[:500])
+    node = NodeProcess(tmp_path / "a")
+    with node:
+        assert node.proc is not None
+        deadline = time.monotonic() + 15
+        signals = 0
+        while node.proc.poll() is None and time.monotonic() < deadline:
+            node.proc.send_signal(signal.SIGTERM if signals % 2 == 0 else signal.SIGINT)
+            signals += 1
+            time.sleep(0.02)
+        assert node.proc.poll() == 0, node.proc.returncode
+        assert signals >= 2
+    no_traceback(node)
+    with LocalStore(tmp_path / "a" / "localstore", bytes.fromhex(node.overlay)) as store:
+        assert len(store) == 500  # closed cleanly, reopens with everything
