@@ -500,7 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
         "sync-status",
         help="how far a node is synced with each peer",
         description="Per peer and bin: PO, cursor, synced ranges (historical coverage), lag; then per peer "
-        "the loss counters (repeat, unsolicited, invalid, missing, resets) with the time each last changed. "
+        "the loss counters (repeat, unsolicited, invalid, missing, resets) with the time each last changed; "
+        "then the recent disconnections (who ended them, why, the peer's counters). "
         "With --all: one line per node of the local swarm.",
     )
     add_target_options(p, allow_all=True)

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -39,6 +40,8 @@ from syncer.stats import COUNTERS
 log = logging.getLogger(__name__)
 
 MAX_PO = 31
+RECENT_DISCONNECTIONS = 16
+"""How many ended peer sessions `GET /sync` lists (newest first), so dropped peers stay visible."""
 # What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
 # coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
 DEFAULT_STRATEGY = "temperature"
@@ -95,6 +98,7 @@ class Node:
         self._traffic: dict[bytes, dict[str, int]] = {}  # byte counters of past connections
         self.connections_refused = 0
         self.violations = 0
+        self.disconnections: deque[dict[str, Any]] = deque(maxlen=RECENT_DISCONNECTIONS)
 
     # -- composition --------------------------------------------------------------------------
 
@@ -315,6 +319,17 @@ class Node:
             self._forget(peer)
         if disconnect.violation:
             self.violations += 1
+        self.disconnections.appendleft(
+            {
+                "overlay": overlay.hex(),
+                "po": peer.po,
+                "at": time.time(),
+                "by": disconnect.by,
+                "code": _code_name(disconnect.code),
+                "reason": disconnect.reason,
+                "violation": disconnect.violation,
+            }
+        )
         log.info(
             "peer %s disconnected by %s: %s (%s)",
             overlay.hex()[:12],
@@ -383,6 +398,17 @@ class Node:
             "fully_synced": all(p["fully_synced"] for p in peers),
             "peers": peers,
             "totals": self.loss_totals(),
+            "disconnected": [self._disconnection_status(d) for d in self.disconnections],
+        }
+
+    def _disconnection_status(self, record: dict[str, Any]) -> dict[str, Any]:
+        """One ended session, with the peer's loss counters (kept across its sessions) as of now."""
+        overlay = bytes.fromhex(record["overlay"])
+        stats = self.puller.stats_of(overlay).snapshot()
+        return {
+            **record,
+            "connected_again": overlay in self.peers,
+            "stats": {name: stats.counts[name] for name in COUNTERS},
         }
 
     def topology(self) -> dict[str, Any]:

@@ -83,4 +83,24 @@ def sync_status_text(doc: dict[str, Any]) -> str:
         parts.append(table(loss_headers, loss_rows))
     else:
         parts.append("no peers connected")
+    gone = doc.get("disconnected") or []
+    if gone:
+        parts.append("recent disconnections (newest first)\n" + disconnections_text(gone))
     return "\n\n".join(parts)
+
+
+def disconnections_text(records: Sequence[dict[str, Any]], reason_width: int = 48) -> str:
+    """Ended peer sessions: when, by whom, why, and the peer's loss counters."""
+    rows = []
+    for d in records:
+        reason = d["reason"] or "-"
+        if len(reason) > reason_width:
+            reason = reason[: reason_width - 3] + "..."
+        stats = d["stats"]
+        rows.append(
+            [d["overlay"][:12], d["po"], clock(d["at"]), d["by"], d["code"], reason, d["violation"]]
+            + [stats[name] for name in LOSS]
+            + [d["connected_again"]]
+        )
+    headers = ["peer", "po", "time", "by", "code", "reason", "violation", *LOSS, "back"]
+    return table(headers, rows)

@@ -563,6 +563,17 @@ async def test_hostile_peer_is_dropped_and_honest_sync_completes(tmp_path: Path,
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{target.api_port}") as client:
                 response = await client.get("/health")
                 assert response.status_code == 200 and response.json()["status"] == "ok"
+                # the dropped peer stays visible to the operator, with why and its counters
+                gone = (await client.get("/sync")).json()["disconnected"]
+                if expect.handshaken:
+                    [record] = [d for d in gone if d["overlay"] == h.overlay.hex()]
+                    assert record["violation"] is True and record["by"] == "local"
+                    assert record["code"] == expect.code.name and record["reason"] == goodbye.reason
+                    assert record["connected_again"] is False
+                    for counter in ("invalid", "unsolicited"):
+                        assert record["stats"][counter] == (1 if counter == expect.counter else 0)
+                else:
+                    assert gone == []  # never a peer: counted in handshakes_refused only
                 for address in expect.absent:
                     assert (await client.head(f"/chunks/{address.hex()}")).status_code == 404
 
