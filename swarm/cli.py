@@ -6,7 +6,6 @@ Errors are one clear line on stderr and a non-zero exit status, never a tracebac
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -15,56 +14,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import trio
 
 from swarm import __version__
+from swarm.cli_client import cmd_download, cmd_sync_status, cmd_topology, cmd_upload
+from swarm.cli_common import (
+    CliError,
+    add_data_dir_option,
+    add_suggest_option,
+    add_target_options,
+    parse_hostport,
+    port_number,
+)
 from swarm.localswarm import LocalSwarmError
 
-DEFAULT_API = "http://127.0.0.1:1633"
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit status 2."""
-
-
-# -- shared helpers ---------------------------------------------------------------------------
-
-
-def parse_hostport(text: str) -> tuple[str, int]:
-    """HOST:PORT -> (host, port); argparse type."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port in 1..65535, got {text!r}")
-    return host, int(port)
-
-
-def port_number(text: str) -> int:
-    if not text.isdigit() or not 0 <= int(text) < 65536:
-        raise argparse.ArgumentTypeError(f"expected a port in 0..65535 (0 picks a free one), got {text!r}")
-    return int(text)
-
-
-def api_get(url: str, path: str) -> Any:
-    """GET a JSON document from a node's API, turning failures into one clear line."""
-    try:
-        response = httpx.get(url.rstrip("/") + path, timeout=10.0)
-    except httpx.HTTPError as exc:
-        raise CliError(f"cannot reach the node API at {url}: {exc} (is the node running?)") from None
-    if response.status_code != 200:
-        raise CliError(f"{url}{path} answered {response.status_code}: {_message(response)}")
-    return response.json()
-
-
-def _message(response: httpx.Response) -> str:
-    try:
-        return str(response.json().get("message", response.text))
-    except ValueError:
-        return response.text.strip()[:200]
-
-
-def print_json(doc: Any) -> None:
-    print(json.dumps(doc, indent=2, sort_keys=True))
+__all__ = ["CliError", "build_parser", "main"]
 
 
 # -- swarm version ----------------------------------------------------------------------------
@@ -123,228 +87,6 @@ async def _run_node(config: Any) -> None:
                 logging.getLogger("swarm").info("%s: shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
                 break
-
-
-# -- which node: --api URL | --node I | --all, with --data-dir ---------------------------------
-
-
-def add_target_options(p: argparse.ArgumentParser, *, allow_all: bool = False) -> None:
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--api", metavar="URL", help="a node's HTTP API, e.g. http://127.0.0.1:1633")
-    group.add_argument("--node", type=int, metavar="I", help="node I of the local swarm in --data-dir")
-    if allow_all:
-        group.add_argument("--all", action="store_true", help="every node of the local swarm in --data-dir")
-    add_data_dir_option(p)
-
-
-def add_data_dir_option(p: argparse.ArgumentParser) -> None:
-    from swarm.localswarm import default_data_dir
-
-    p.add_argument(
-        "--data-dir",
-        type=Path,
-        default=default_data_dir(),
-        metavar="DIR",
-        help=f"the local swarm's directory (default $SWARM_DATA_DIR or {default_data_dir()})",
-    )
-
-
-def add_suggest_option(p: argparse.ArgumentParser) -> None:
-    from swarm.node import DEFAULT_STRATEGY
-
-    p.add_argument(
-        "--suggest",
-        choices=["first", "gap", "temperature"],
-        default=DEFAULT_STRATEGY,
-        help=f"peer suggestion strategy of the Kademlia connection manager (default {DEFAULT_STRATEGY})",
-    )
-
-
-def target_api(args: argparse.Namespace) -> str:
-    """The API URL the command talks to: --api, else --node I, else node 0 of the local swarm."""
-    from swarm.localswarm import LocalSwarmError, api_url_of, node_indices
-
-    if args.api:
-        return str(args.api)
-    index = args.node
-    if index is None:
-        if not node_indices(args.data_dir):
-            return DEFAULT_API
-        index = 0
-    try:
-        return api_url_of(args.data_dir, index)
-    except LocalSwarmError as exc:
-        raise CliError(str(exc)) from None
-
-
-def all_apis(args: argparse.Namespace) -> list[tuple[int, str | None, str]]:
-    """(index, API URL or None if down, note) for every node of the local swarm."""
-    from swarm.localswarm import LocalSwarmError, api_url_of, node_indices
-
-    indices = node_indices(args.data_dir)
-    if not indices:
-        raise CliError(f"no local swarm in {args.data_dir} (start one with `swarm up`)")
-    found: list[tuple[int, str | None, str]] = []
-    for i in indices:
-        try:
-            found.append((i, api_url_of(args.data_dir, i), ""))
-        except LocalSwarmError as exc:
-            found.append((i, None, str(exc)))
-    return found
-
-
-# -- swarm sync-status --------------------------------------------------------------------------
-
-
-def cmd_sync_status(args: argparse.Namespace) -> int:
-    from swarm.tables import sync_status_text, table
-
-    if not getattr(args, "all", False):
-        doc = api_get(target_api(args), "/sync")
-        if args.json:
-            print_json(doc)
-        else:
-            print(sync_status_text(doc))
-        return 0
-    rows: list[list[object]] = []
-    docs = []
-    for index, url, note in all_apis(args):
-        if url is None:
-            rows.append([index, "", None, None, None, "down"])
-            docs.append({"node": index, "error": note})
-            continue
-        doc = api_get(url, "/sync")
-        docs.append({"node": index, **doc})
-        rows.append(
-            [index, doc["overlay"][:16], doc["depth"], len(doc["peers"]), doc["chunks"], doc["fully_synced"]]
-        )
-    if args.json:
-        print_json(docs)
-    else:
-        print(table(["node", "overlay", "depth", "peers", "chunks", "fully synced"], rows))
-    return 0
-
-
-# -- swarm topology -------------------------------------------------------------------------------
-
-
-def cmd_topology(args: argparse.Namespace) -> int:
-    from swarm.tables import table
-
-    doc = api_get(target_api(args), "/topology")
-    if args.json:
-        print_json(doc)
-        return 0
-    print(
-        f"node {doc['baseAddr'][:16]}  depth {doc['depth']}  known {doc['population']}  "
-        f"connected {doc['connected']}  strategy {doc['strategy']}"
-    )
-    rows = []
-    for po in range(len(doc["bins"])):
-        b = doc["bins"][f"bin_{po}"]
-        if not b["population"]:
-            continue
-        peers = " ".join(p["address"][:8] for p in b["connectedPeers"])
-        rows.append([po, b["population"], b["connected"], peers])
-    print(table(["bin", "known", "connected", "connected peers"], rows) if rows else "no peers known")
-    return 0
-
-
-# -- swarm upload / download ---------------------------------------------------------------------
-
-
-def cmd_upload(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    try:
-        size = path.stat().st_size
-        handle = path.open("rb")
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-    url = target_api(args)
-    progress = Progress(size, enabled=sys.stderr.isatty() and not args.quiet)
-
-    def body() -> Any:
-        with handle:
-            while piece := handle.read(256 * 1024):
-                progress.advance(len(piece))
-                yield piece
-
-    try:
-        response = httpx.post(f"{url}/bytes", content=body(), timeout=None)
-    except httpx.HTTPError as exc:
-        raise CliError(f"upload to {url} failed: {exc}") from None
-    finally:
-        progress.done()
-    if response.status_code != 201:
-        raise CliError(f"upload to {url} failed with {response.status_code}: {_message(response)}")
-    print(response.json()["reference"])
-    return 0
-
-
-def cmd_download(args: argparse.Namespace) -> int:
-    reference = args.reference.removeprefix("0x")
-    if len(reference) != 64 or any(c not in "0123456789abcdefABCDEF" for c in reference):
-        raise CliError(f"a reference is 64 hex characters, got {args.reference!r}")
-    url = target_api(args)
-    out_path = Path(args.output) if args.output else None
-    tmp = out_path.with_name(out_path.name + ".part") if out_path else None
-    try:
-        with httpx.stream("GET", f"{url}/bytes/{reference}", timeout=None) as response:
-            if response.status_code != 200:
-                response.read()
-                raise CliError(f"download failed with {response.status_code}: {_message(response)}")
-            size = int(response.headers.get("content-length", 0))
-            progress = Progress(size, enabled=sys.stderr.isatty() and out_path is not None and not args.quiet)
-            received = 0
-            sink = tmp.open("wb") if tmp else sys.stdout.buffer
-            try:
-                for piece in response.iter_bytes():
-                    sink.write(piece)
-                    received += len(piece)
-                    progress.advance(len(piece))
-            finally:
-                progress.done()
-                if tmp:
-                    sink.close()
-    except httpx.HTTPError as exc:
-        if tmp:
-            tmp.unlink(missing_ok=True)
-        raise CliError(f"download from {url} failed: {exc}") from None
-    if size and received != size:
-        if tmp:
-            tmp.unlink(missing_ok=True)
-        raise CliError(
-            f"download incomplete: got {received} of {size} bytes (a chunk could not be retrieved)"
-        )
-    if tmp and out_path:
-        tmp.replace(out_path)
-    return 0
-
-
-class Progress:
-    """A one-line progress bar on stderr (only when it is a terminal)."""
-
-    def __init__(self, total: int, *, enabled: bool) -> None:
-        self.total = total
-        self.enabled = enabled
-        self.done_bytes = 0
-        self.started = time.monotonic()
-
-    def advance(self, amount: int) -> None:
-        self.done_bytes += amount
-        if not self.enabled:
-            return
-        fraction = self.done_bytes / self.total if self.total else 1.0
-        bar = "#" * int(30 * fraction)
-        rate = self.done_bytes / max(time.monotonic() - self.started, 1e-6) / 2**20
-        sys.stderr.write(
-            f"\r[{bar:<30}] {fraction:6.1%} {self.done_bytes / 2**20:8.1f} MiB {rate:6.1f} MiB/s"
-        )
-        sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
 
 
 # -- swarm up -------------------------------------------------------------------------------------

@@ -1,0 +1,125 @@
+"""What the `swarm` subcommands share: the user-facing error, argument types and options, and
+finding and asking a node's HTTP API (`--api URL` | `--node I` | `--all`, with `--data-dir`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+DEFAULT_API = "http://127.0.0.1:1633"
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+# -- argument types and the API ---------------------------------------------------------------------
+
+
+def parse_hostport(text: str) -> tuple[str, int]:
+    """HOST:PORT -> (host, port); argparse type."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port in 1..65535, got {text!r}")
+    return host, int(port)
+
+
+def port_number(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"expected a port in 0..65535 (0 picks a free one), got {text!r}")
+    return int(text)
+
+
+def api_get(url: str, path: str) -> Any:
+    """GET a JSON document from a node's API, turning failures into one clear line."""
+    try:
+        response = httpx.get(url.rstrip("/") + path, timeout=10.0)
+    except httpx.HTTPError as exc:
+        raise CliError(f"cannot reach the node API at {url}: {exc} (is the node running?)") from None
+    if response.status_code != 200:
+        raise CliError(f"{url}{path} answered {response.status_code}: {response_message(response)}")
+    return response.json()
+
+
+def response_message(response: httpx.Response) -> str:
+    """The message of an API error response (its JSON `message`, else the start of its text)."""
+    try:
+        return str(response.json().get("message", response.text))
+    except ValueError:
+        return response.text.strip()[:200]
+
+
+def print_json(doc: Any) -> None:
+    print(json.dumps(doc, indent=2, sort_keys=True))
+
+
+# -- which node: --api URL | --node I | --all, with --data-dir ---------------------------------
+
+
+def add_target_options(p: argparse.ArgumentParser, *, allow_all: bool = False) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--api", metavar="URL", help="a node's HTTP API, e.g. http://127.0.0.1:1633")
+    group.add_argument("--node", type=int, metavar="I", help="node I of the local swarm in --data-dir")
+    if allow_all:
+        group.add_argument("--all", action="store_true", help="every node of the local swarm in --data-dir")
+    add_data_dir_option(p)
+
+
+def add_data_dir_option(p: argparse.ArgumentParser) -> None:
+    from swarm.localswarm import default_data_dir
+
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=default_data_dir(),
+        metavar="DIR",
+        help=f"the local swarm's directory (default $SWARM_DATA_DIR or {default_data_dir()})",
+    )
+
+
+def add_suggest_option(p: argparse.ArgumentParser) -> None:
+    from swarm.node import DEFAULT_STRATEGY
+
+    p.add_argument(
+        "--suggest",
+        choices=["first", "gap", "temperature"],
+        default=DEFAULT_STRATEGY,
+        help=f"peer suggestion strategy of the Kademlia connection manager (default {DEFAULT_STRATEGY})",
+    )
+
+
+def target_api(args: argparse.Namespace) -> str:
+    """The API URL the command talks to: --api, else --node I, else node 0 of the local swarm."""
+    from swarm.localswarm import LocalSwarmError, api_url_of, node_indices
+
+    if args.api:
+        return str(args.api)
+    index = args.node
+    if index is None:
+        if not node_indices(args.data_dir):
+            return DEFAULT_API
+        index = 0
+    try:
+        return api_url_of(args.data_dir, index)
+    except LocalSwarmError as exc:
+        raise CliError(str(exc)) from None
+
+
+def all_apis(args: argparse.Namespace) -> list[tuple[int, str | None, str]]:
+    """(index, API URL or None if down, note) for every node of the local swarm."""
+    from swarm.localswarm import LocalSwarmError, api_url_of, node_indices
+
+    indices = node_indices(args.data_dir)
+    if not indices:
+        raise CliError(f"no local swarm in {args.data_dir} (start one with `swarm up`)")
+    found: list[tuple[int, str | None, str]] = []
+    for i in indices:
+        try:
+            found.append((i, api_url_of(args.data_dir, i), ""))
+        except LocalSwarmError as exc:
+            found.append((i, None, str(exc)))
+    return found
