@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from localstore.cache import DEFAULT_CACHE_BYTES
 from swarm import __version__
 from swarm.cli_client import cmd_download, cmd_sync_status, cmd_topology, cmd_upload
 from swarm.cli_common import (
@@ -23,6 +24,7 @@ from swarm.cli_common import (
     add_data_dir_option,
     add_suggest_option,
     add_target_options,
+    mebibytes,
     parse_hostport,
     port_number,
 )
@@ -56,6 +58,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         network_id=args.network_id,
         strategy=args.suggest,
         gossip=not args.no_gossip,
+        cache_bytes=args.cache_mib * 2**20,
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -192,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-gossip",
         action="store_true",
         help="static peering: no peer records sent or learned (only --peer and peers that dial in)",
+    )
+    p.add_argument(
+        "--cache-mib",
+        type=mebibytes,
+        default=DEFAULT_CACHE_BYTES // 2**20,
+        metavar="MIB",
+        help="memory for chunks retrieved or forwarded for others, answering repeat requests "
+        f"without the network (default {DEFAULT_CACHE_BYTES // 2**20}; 0: no cache)",
     )
     p.set_defaults(func=cmd_node)
 

@@ -34,6 +34,12 @@ def port_number(text: str) -> int:
     return int(text)
 
 
+def mebibytes(text: str) -> int:
+    if not text.isdigit() or int(text) > 2**20:
+        raise argparse.ArgumentTypeError(f"expected a size in MiB, 0..1048576, got {text!r}")
+    return int(text)
+
+
 def api_get(url: str, path: str) -> Any:
     """GET a JSON document from a node's API, turning failures into one clear line."""
     try:

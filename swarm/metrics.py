@@ -69,6 +69,15 @@ class NodeCollector(Collector):
         ):
             retrievals.add_metric([outcome], value)
         yield retrievals
+        cache = r.cache
+        lookups = CounterMetricFamily(
+            "swarm_cache_lookups", "chunk cache lookups after a local store miss", labels=["result"]
+        )
+        lookups.add_metric(["hit"], cache.hits)
+        lookups.add_metric(["miss"], cache.misses)
+        yield lookups
+        yield GaugeMetricFamily("swarm_cache_chunks", "chunks in the retrieval cache", value=len(cache))
+        yield GaugeMetricFamily("swarm_cache_bytes", "chunk data in the retrieval cache", value=cache.bytes)
         yield CounterMetricFamily(
             "swarm_protocol_violations", "peers dropped for breaking the protocol", value=node.violations
         )

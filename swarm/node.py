@@ -27,6 +27,7 @@ from kademlia import PeerTable, get_strategy, sync_bins
 from kademlia.addresses import AddressBook, Backoff, PeerAddress
 from kademlia.manager import ConnectionManager
 from localstore import LocalStore
+from localstore.cache import DEFAULT_CACHE_BYTES
 from pot import proximity
 from streamer.connection import Disconnect, HandshakeFailed, PeerConnection, handshake
 from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
@@ -67,6 +68,7 @@ class NodeConfig:
     live_idle: float = 0.05
     retrieve_timeout: float = 10.0
     hop_limit: int = 8
+    cache_bytes: int = DEFAULT_CACHE_BYTES  # retrieved and forwarded chunks kept in memory; 0: none
     redial_min: float = 0.5
     redial_max: float = 30.0
     puller: PullerConfig = field(default_factory=PullerConfig)
@@ -88,7 +90,9 @@ class Node:
         self.book = AddressBook()
         self.manager: ConnectionManager | None = None
         self.gossip: Gossip | None = None
-        self.retrieval = Retrieval(self, hop_limit=config.hop_limit, timeout=config.retrieve_timeout)
+        self.retrieval = Retrieval(
+            self, hop_limit=config.hop_limit, timeout=config.retrieve_timeout, cache_bytes=config.cache_bytes
+        )
         self.peers: dict[bytes, Peer] = {}
         self.p2p_port = 0
         self.api_port: int | None = None

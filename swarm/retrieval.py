@@ -4,9 +4,10 @@ A request goes to the connected peer closest to the chunk's address, and only to
 closer to it than this node (XOR distance): every hop gets strictly closer, so a request can
 never loop. Each node that forwards tries up to `attempts` such peers, closest first, within a
 hop limit and a timeout; the data that comes back is verified (BMT) at every hop, and a peer
-that sends invalid data is dropped. Forwarded chunks are not stored (there is no cache); the
-node's own users get the chunk, the peers' requests get it passed back along the path.
-Retrieval traffic uses the outbox's most urgent class.
+that sends invalid data is dropped. Chunks that come back are not stored, but kept in a bounded
+in-memory LRU cache (`localstore.cache`), which answers later requests for them, the node's
+users' and the peers', without crossing the network again. Retrieval traffic uses the outbox's
+most urgent class.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from localstore import Chunk, ChunkNotFound, InvalidChunk
+from localstore.cache import DEFAULT_CACHE_BYTES, ChunkCache
 from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest
 from streamer.outbox import Priority
@@ -44,8 +46,17 @@ class ChunkUnavailable(Exception):
 class Retrieval:
     """Gets chunks for the node's users and answers (or forwards) peers' requests."""
 
-    def __init__(self, node: Node, *, hop_limit: int = 8, timeout: float = 10.0, attempts: int = 3) -> None:
+    def __init__(
+        self,
+        node: Node,
+        *,
+        hop_limit: int = 8,
+        timeout: float = 10.0,
+        attempts: int = 3,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
         self.node = node
+        self.cache = ChunkCache(cache_bytes)
         self.hop_limit = hop_limit
         self.timeout = timeout
         self.attempts = attempts
@@ -59,14 +70,20 @@ class Retrieval:
     # -- for the node's own users -------------------------------------------------------------
 
     async def get(self, address: bytes) -> Chunk:
-        """The chunk at `address`: from the local store, else from the network."""
-        try:
-            return self.node.store.get(address)
-        except ChunkNotFound:
-            pass
+        """The chunk at `address`: from the local store or the cache, else from the network."""
+        chunk = self._local(address)
+        if chunk is not None:
+            return chunk
         chunk = await self.forward(address, hop_limit=self.hop_limit, origin=None)
         self.fetched += 1
         return chunk
+
+    def _local(self, address: bytes) -> Chunk | None:
+        """What this node can answer without asking anyone: its store, then its cache."""
+        try:
+            return self.node.store.get(address)
+        except ChunkNotFound:
+            return self.cache.get(address)
 
     # -- for peers ----------------------------------------------------------------------------
 
@@ -87,9 +104,8 @@ class Retrieval:
 
     async def _serve(self, peer: Peer, msg: RetrieveRequest) -> None:
         try:
-            try:
-                chunk = self.node.store.get(msg.address)
-            except ChunkNotFound:
+            found = self._local(msg.address)
+            if found is None:
                 if msg.hop_limit == 0:
                     answer: RetrieveDelivery | RetrieveFailure = RetrieveFailure(msg.request_id, "not found")
                 else:
@@ -104,7 +120,7 @@ class Retrieval:
                         answer = RetrieveDelivery(msg.request_id, chunk.data)
             else:
                 self.served += 1
-                answer = RetrieveDelivery(msg.request_id, chunk.data)
+                answer = RetrieveDelivery(msg.request_id, found.data)
             if isinstance(answer, RetrieveFailure):
                 self.failed += 1
             await peer.conn.send(answer, Priority.RETRIEVAL)
@@ -152,6 +168,7 @@ class Retrieval:
                     reason = f"invalid chunk in a retrieve delivery: {exc}"
                     peer.conn.close(GoodbyeCode.INVALID_CHUNK, reason, violation=True)
                     continue
+                self.cache.put(chunk)
                 return chunk
         if timeouts or scope.cancelled_caught:
             raise ChunkUnavailable(address, NO_ANSWER, timed_out=True)

@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from localstore import Chunk
+from streamer.requests import RetrieveFailed
 from swarm.node import Node
 from swarm.testing import node_config, start_node, wait_for
 
@@ -24,7 +25,9 @@ def distance(a: bytes, b: bytes) -> int:
 CHUNK = Chunk.from_payload(b"a chunk that only one node holds")
 
 
-async def line(nursery: trio.Nursery, tmp_path: Path, *, nearest: str) -> tuple[Node, Node, Node]:
+async def line(
+    nursery: trio.Nursery, tmp_path: Path, *, nearest: str, cache_bytes: int | None = None
+) -> tuple[Node, Node, Node]:
     """Three nodes wired A - B - C (static peering, no syncing).
 
     nearest="A": distances to CHUNK grow along the line, d(A) < d(B) < d(C);
@@ -32,7 +35,8 @@ async def line(nursery: trio.Nursery, tmp_path: Path, *, nearest: str) -> tuple[
     """
     nodes = []
     for name in "xyz":
-        cfg = node_config(tmp_path / name, gossip=False)
+        extra = {} if cache_bytes is None else {"cache_bytes": cache_bytes}
+        cfg = node_config(tmp_path / name, gossip=False, **extra)
         nodes.append(await start_node(nursery, cfg, sync_policy=no_sync))
     nodes.sort(key=lambda n: distance(n.overlay, CHUNK.address))
     a, b, c = nodes if nearest == "A" else (nodes[1], nodes[2], nodes[0])
@@ -51,9 +55,10 @@ async def test_request_travels_two_hops_towards_the_chunk_and_back_verified(tmp_
             async with httpx.AsyncClient(timeout=20) as client:
                 got = await client.get(f"http://127.0.0.1:{c.api_port}/chunks/{chunk.address.hex()}")
                 assert got.status_code == 200 and got.content == chunk.data
-                # C asked B, B forwarded to A, A served it; nobody kept a copy (no cache)
+                # C asked B, B forwarded to A, A served it; B and C cache it, nobody stores it
                 assert (c.retrieval.fetched, b.retrieval.forwarded, a.retrieval.served) == (1, 1, 1)
                 assert not b.store.has(chunk.address) and not c.store.has(chunk.address)
+                assert chunk.address in b.retrieval.cache and chunk.address in c.retrieval.cache
                 head = await client.head(f"http://127.0.0.1:{c.api_port}/chunks/{chunk.address.hex()}")
                 assert head.status_code == 404
             nursery.cancel_scope.cancel()
@@ -104,4 +109,43 @@ async def test_hop_limit_zero_answers_from_the_local_store_only(tmp_path: Path, 
             with pytest.raises(RetrieveFailed, match="not found"):
                 await peer_b.requests.retrieve(peer_b.conn, chunk.address, hop_limit=hops, timeout=10)
             assert b.retrieval.forwarded == 0
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("cache_bytes", [None, 0], ids=["default-cache", "no-cache"])
+async def test_repeat_requests_are_answered_from_the_cache(tmp_path: Path, cache_bytes: int | None) -> None:
+    """After one retrieval C-B-A, C's cache answers C's users again, and B's cache answers B's
+    users and C's requests, without asking A. With the cache off, every answer needs A."""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, b, c = await line(nursery, tmp_path, nearest="A", cache_bytes=cache_bytes)
+            a.puller.store_chunk(CHUNK)
+            url = f"/chunks/{CHUNK.address.hex()}"
+            async with httpx.AsyncClient(timeout=20) as client:
+                first = await client.get(f"http://127.0.0.1:{c.api_port}{url}")
+                assert first.status_code == 200 and first.content == CHUNK.data
+                again = await client.get(f"http://127.0.0.1:{c.api_port}{url}")
+                assert again.status_code == 200 and again.content == CHUNK.data
+                if cache_bytes is None:
+                    assert (c.retrieval.fetched, a.retrieval.served) == (1, 1)  # no second trip
+                    assert c.retrieval.cache.hits == 1
+                else:
+                    assert (c.retrieval.fetched, a.retrieval.served) == (2, 2)
+                    assert len(c.retrieval.cache) == len(b.retrieval.cache) == 0
+                # B's own users, and a peer's request that may not be forwarded (hop limit 0)
+                from_b = await client.get(f"http://127.0.0.1:{b.api_port}{url}")
+                assert from_b.status_code == 200 and from_b.content == CHUNK.data
+                peer_b = c.peers[b.overlay]
+                if cache_bytes is None:
+                    assert (b.retrieval.fetched, a.retrieval.served) == (0, 1)  # A never asked again
+                    data = await peer_b.requests.retrieve(peer_b.conn, CHUNK.address, hop_limit=0, timeout=10)
+                    assert data == CHUNK.data and b.retrieval.cache.hits == 2
+                else:
+                    assert (b.retrieval.fetched, a.retrieval.served) == (1, 3)
+                    with pytest.raises(RetrieveFailed, match="not found"):
+                        await peer_b.requests.retrieve(peer_b.conn, CHUNK.address, hop_limit=0, timeout=10)
+                assert b.retrieval.forwarded == (1 if cache_bytes is None else 2)
+                metrics = (await client.get(f"http://127.0.0.1:{c.api_port}/metrics")).text
+                hits = 1 if cache_bytes is None else 0
+                assert f'swarm_cache_lookups_total{{result="hit"}} {hits}.0' in metrics
             nursery.cancel_scope.cancel()
