@@ -66,6 +66,7 @@ class NodeCollector(Collector):
             ("forwarded", r.forwarded),
             ("failed", r.failed),
             ("fetched", r.fetched),
+            ("joined", r.joined),
         ):
             retrievals.add_metric([outcome], value)
         yield retrievals

@@ -6,13 +6,14 @@ never loop. Each node that forwards tries up to `attempts` such peers, closest f
 hop limit and a timeout; the data that comes back is verified (BMT) at every hop, and a peer
 that sends invalid data is dropped. Chunks that come back are not stored, but kept in a bounded
 in-memory LRU cache (`localstore.cache`), which answers later requests for them, the node's
-users' and the peers', without crossing the network again. Retrieval traffic uses the outbox's
-most urgent class.
+users' and the peers', without crossing the network again; concurrent requests for one chunk
+share a single trip. Retrieval traffic uses the outbox's most urgent class.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
@@ -43,6 +44,16 @@ class ChunkUnavailable(Exception):
         self.timed_out = timed_out
 
 
+@dataclass
+class _Flight:
+    """One request for a chunk under way, and what came of it."""
+
+    hop_limit: int
+    done: trio.Event = field(default_factory=trio.Event)
+    chunk: Chunk | None = None
+    error: ChunkUnavailable | None = None
+
+
 class Retrieval:
     """Gets chunks for the node's users and answers (or forwards) peers' requests."""
 
@@ -57,6 +68,7 @@ class Retrieval:
     ) -> None:
         self.node = node
         self.cache = ChunkCache(cache_bytes)
+        self._flights: dict[bytes, _Flight] = {}  # requests under way, by chunk address
         self.hop_limit = hop_limit
         self.timeout = timeout
         self.attempts = attempts
@@ -66,6 +78,7 @@ class Retrieval:
         self.forwarded = 0
         self.failed = 0
         self.fetched = 0
+        self.joined = 0  # requests that shared another's flight instead of asking peers
 
     # -- for the node's own users -------------------------------------------------------------
 
@@ -146,6 +159,38 @@ class Retrieval:
         return hops
 
     async def forward(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
+        """The chunk from the network, sharing a request already under way for it.
+
+        A second request for a chunk joins the first one's outcome instead of sending its own,
+        if the first may go at least as many hops. (Which peer asked does not matter: a request
+        only ever goes to peers strictly closer to the chunk than this node, and the peer that
+        asked is farther.) If the first request is cancelled, a waiting one tries again itself.
+        """
+        while True:
+            flight = self._flights.get(address)
+            if flight is None or flight.hop_limit < hop_limit:
+                break
+            self.joined += 1
+            await flight.done.wait()
+            if flight.chunk is not None:
+                return flight.chunk
+            if flight.error is not None:
+                raise flight.error
+        flight = _Flight(hop_limit)
+        if address not in self._flights:
+            self._flights[address] = flight
+        try:
+            flight.chunk = await self._ask_closer_peers(address, hop_limit=hop_limit, origin=origin)
+            return flight.chunk
+        except ChunkUnavailable as exc:
+            flight.error = exc
+            raise
+        finally:
+            if self._flights.get(address) is flight:
+                del self._flights[address]
+            flight.done.set()
+
+    async def _ask_closer_peers(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
         """Ask the closest closer peers in turn; verify what comes back."""
         hops = self.next_hops(address, origin)[: self.attempts]
         if not hops:

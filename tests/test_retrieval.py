@@ -149,3 +149,47 @@ async def test_repeat_requests_are_answered_from_the_cache(tmp_path: Path, cache
                 hits = 1 if cache_bytes is None else 0
                 assert f'swarm_cache_lookups_total{{result="hit"}} {hits}.0' in metrics
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("waiters", [2, 5])
+async def test_concurrent_requests_for_one_chunk_share_one_trip(tmp_path: Path, waiters: int) -> None:
+    """Several users of C ask for the same chunk at once: one request goes C-B-A, the others wait for
+    it (the cache is off, so only the sharing can save the trips)."""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, b, c = await line(nursery, tmp_path, nearest="A", cache_bytes=0)
+            a.puller.store_chunk(CHUNK)
+            got: list[Chunk] = []
+
+            async def user() -> None:
+                got.append(await c.retrieval.get(CHUNK.address))
+
+            async with trio.open_nursery() as users:
+                for _ in range(waiters):
+                    users.start_soon(user)
+            assert got == [CHUNK] * waiters
+            assert (a.retrieval.served, b.retrieval.forwarded, c.retrieval.joined) == (1, 1, waiters - 1)
+            # once it is over, a new request makes a new trip
+            assert await c.retrieval.get(CHUNK.address) == CHUNK
+            assert (a.retrieval.served, c.retrieval.joined) == (2, waiters - 1)
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_waiter_takes_over_when_the_first_request_is_cancelled(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, _b, c = await line(nursery, tmp_path, nearest="A", cache_bytes=0)
+            a.puller.store_chunk(CHUNK)
+            got: list[Chunk] = []
+
+            async def waiter() -> None:
+                got.append(await c.retrieval.get(CHUNK.address))
+
+            async with trio.open_nursery() as users:
+                with trio.CancelScope() as first:
+                    users.start_soon(waiter)  # runs once the first request below waits for its answer
+                    first.cancel()  # so the first request is cancelled before it gets one
+                    await c.retrieval.get(CHUNK.address)
+            assert got == [CHUNK]
+            assert c.retrieval.joined == 1 and a.retrieval.served >= 1
+            nursery.cancel_scope.cancel()
