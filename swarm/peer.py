@@ -31,7 +31,7 @@ from streamer.messages import (
     WantedHashes,
 )
 from streamer.requests import RequestTable
-from syncer.downstream import PeerPuller
+from syncer.peer_puller import PeerPuller
 from syncer.upstream import Upstream
 
 if TYPE_CHECKING:
