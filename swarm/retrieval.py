@@ -176,9 +176,7 @@ class Retrieval:
                 return flight.chunk
             if flight.error is not None:
                 raise flight.error
-        flight = _Flight(hop_limit)
-        if address not in self._flights:
-            self._flights[address] = flight
+        flight = self._flights[address] = _Flight(hop_limit)  # later requests join this one
         try:
             flight.chunk = await self._ask_closer_peers(address, hop_limit=hop_limit, origin=origin)
             return flight.chunk

@@ -724,6 +724,14 @@ def synced_ranges(target: Node, upstream: Node) -> dict[int, list[tuple[int, int
     return {b: iv.ranges for b, iv in target.puller.intervals.bins(upstream.overlay).items()}
 
 
+async def history_synced(target: Node, upstream: Node) -> dict[int, list[tuple[int, int]]]:
+    """Wait until the target holds HISTORY, fully synced; its intervals for the upstream then."""
+    await wait_for(lambda: target.puller.fully_synced() and len(target.store) == len(HISTORY))
+    kept = synced_ranges(target, upstream)
+    assert sum(e - s + 1 for r in kept.values() for s, e in r) == len(HISTORY)
+    return kept
+
+
 async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None:
     """Anyone who greets a node receives its signed handshake. An impostor records the honest
     upstream U's handshake that way and replays it to the target T (T's overlay is chosen above
@@ -734,9 +742,7 @@ async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None
     with trio.fail_after(30):
         async with honest_sync(tmp_path) as s:
             target, upstream = s.target, s.upstream
-            await wait_for(lambda: target.puller.fully_synced() and len(target.store) == len(HISTORY))
-            kept = synced_ranges(target, upstream)
-            assert sum(e - s + 1 for r in kept.values() for s, e in r) == len(HISTORY)
+            kept = await history_synced(target, upstream)
             session = target.peers[upstream.overlay]
             refused = target.connections_refused
 
@@ -777,9 +783,7 @@ async def test_a_live_relay_passes_the_handshake_but_its_lies_void_no_intervals(
     with trio.fail_after(30):
         async with honest_sync(tmp_path) as s:
             target, upstream = s.target, s.upstream
-            await wait_for(lambda: target.puller.fully_synced() and len(target.store) == len(HISTORY))
-            kept = synced_ranges(target, upstream)
-            assert sum(e - s + 1 for r in kept.values() for s, e in r) == len(HISTORY)
+            kept = await history_synced(target, upstream)
 
             to_target = await HostilePeer.connect(target.p2p_port)
             to_upstream = await HostilePeer.connect(upstream.p2p_port)
