@@ -3,6 +3,7 @@
 from localstore.bmt import KECCAK_BACKEND, bmt_address, keccak256
 from localstore.chunk import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk
 from localstore.errors import (
+    ChunkDamaged,
     ChunkNotFound,
     OverlayMismatch,
     StoreClosed,
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_BIN",
     "SPAN_SIZE",
     "Chunk",
+    "ChunkDamaged",
     "ChunkNotFound",
     "InvalidChunk",
     "LocalStore",

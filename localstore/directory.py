@@ -20,18 +20,21 @@ from typing import Any
 
 import plyvel
 
+from localstore.chunkfile import CHUNK_FILE_NAME
 from localstore.errors import OverlayMismatch, StoreCorrupt, StoreLocked, UnsupportedStoreVersion
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: chunk data in the slot file CHUNKS, LevelDB holds where (1: chunk data inside LevelDB)."""
 
 # Measured with 100,000 random 4 KiB chunks (benches/localstore.py, raw write path): LevelDB's
 # defaults give ~6,000 puts/s, because every put of a new chunk first looks the address up, and
 # without bloom filters that miss reads a block from every level-0 table; a bigger memtable and
 # bigger tables cut flushes and compaction work. Together ~4x. Memory: up to 2 memtables per store.
 LEVELDB_OPTIONS: dict[str, int] = {
-    "bloom_filter_bits": 10,
-    "write_buffer_size": 32 << 20,
-    "max_file_size": 16 << 20,
+    "bloom_filter_bits": 20,
+    "write_buffer_size": 2 << 20,
+    "max_file_size": 2 << 20,
+    "lru_cache_size": 1 << 20,
 }
 
 MARKER_NAME = "LOCALSTORE"
@@ -121,6 +124,8 @@ def open_leveldb(path: str) -> plyvel.DB:
     entries = set(os.listdir(path))
     if "CURRENT" not in entries:
         data = {name for name in entries if _LEVELDB_DATA.match(name)}
+        if CHUNK_FILE_NAME in entries and os.path.getsize(os.path.join(path, CHUNK_FILE_NAME)):
+            data.add(CHUNK_FILE_NAME)
         if data:
             raise StoreCorrupt(path, f"the LevelDB CURRENT file is missing (found {sorted(data)})")
         return plyvel.DB(path, create_if_missing=True, **LEVELDB_OPTIONS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ChunkDamaged",
     "ChunkNotFound",
     "OverlayMismatch",
     "StoreClosed",
@@ -39,8 +40,14 @@ class UnsupportedStoreVersion(StoreError):
     """The store was written in a format version this code does not know."""
 
     def __init__(self, path: str, found: object, supported: int) -> None:
+        hint = ""
+        if isinstance(found, int) and found < supported:
+            hint = (
+                " (an older format: move the directory away and the node starts an empty store"
+                " and syncs again; its identity is kept outside the store)"
+            )
         super().__init__(
-            f"store {path} has format version {found!r}; this code reads version {supported} only"
+            f"store {path} has format version {found!r}; this code reads version {supported} only{hint}"
         )
         self.path = path
         self.found = found
@@ -57,6 +64,23 @@ class OverlayMismatch(StoreError):
         self.path = path
         self.stored = stored
         self.given = given
+
+
+class ChunkDamaged(StoreError):
+    """A chunk is indexed but its slot in the chunk file holds something else.
+
+    What a power cut can leave (the index reached the disk, the slot did not) or an edit of the
+    file. The chunk is treated as missing by its readers; the rest of the store is unaffected.
+    """
+
+    def __init__(self, path: str, address: bytes, slot: int, found: bytes) -> None:
+        super().__init__(
+            f"store {path}: slot {slot} of the chunk file should hold chunk {address.hex()} "
+            f"but holds {found.hex() or 'nothing'}"
+        )
+        self.path = path
+        self.address = address
+        self.slot = slot
 
 
 class StoreClosed(StoreError):

@@ -1,4 +1,4 @@
-"""LocalStore: the node's LevelDB directory holding chunks, the per-bin pull index and state.
+"""LocalStore: the node's store directory: chunks, their per-bin pull index and state.
 
 Key layout (one LevelDB; every key starts with a one-byte namespace; integers big-endian unless
 noted, so LevelDB's byte order is numeric order)::
@@ -6,15 +6,20 @@ noted, so LevelDB's byte order is numeric order)::
     b"m" b"version"              format version, 8 bytes (FORMAT_VERSION)
     b"m" b"overlay"              the owning node's 32-byte overlay address
     b"m" b"epoch"                creation time, ns since the Unix epoch, 8 bytes
-    b"c" address(32)             chunk data: span (8 bytes little-endian) || payload
+    b"c" address(32)             where the chunk's data is: its slot in the chunk file (8 bytes)
+                                 || the data's length (2 bytes)
     b"p" bin(1) bin_id(8)        pull index: the address of the chunk given ``bin_id`` in ``bin``
     b"b" bin(1)                  bin counter: the highest bin ID given out in ``bin``, 8 bytes
     b"s" key                     state namespace of other components (interval sets, ...)
 
-A newly stored chunk's data, its pull-index entry and its bin's counter go into one write batch,
-so no crash can leave one without the others. ``bin = min(proximity(overlay, address), 31)``;
+The chunk data itself (span, 8 bytes little-endian, || payload) is kept outside LevelDB, in
+fixed-size slots of the file ``CHUNKS`` beside it (localstore/chunkfile.py says why). A new
+chunk's slot is written first; then its index entry, pull-index entry and its bin's counter go
+into one LevelDB write batch, so no crash can leave one without the others, nor an indexed chunk
+without its data. ``bin = min(proximity(overlay, address), 31)``;
 bin IDs start at 1 and grow by 1 per chunk stored in the bin, so a bin's counter is its
-*cursor*, and the chunk count is the sum of the cursors (chunks are never deleted).
+*cursor*, and the chunk count is the sum of the cursors (chunks are never deleted), which is also
+the next free slot.
 
 Beside the LevelDB files the directory holds ``LOCALSTORE``, a small JSON marker
 (``{"format": ..., "version": ..., "overlay": ...}``) written before the LevelDB is created. It
@@ -40,6 +45,7 @@ import plyvel
 import trio
 
 from localstore.chunk import ADDRESS_SIZE, Chunk
+from localstore.chunkfile import ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
 from localstore.errors import (
     ChunkNotFound,
@@ -89,9 +95,14 @@ def _check_address(address: bytes) -> None:
         raise ValueError(f"address is {len(address)} bytes, not {ADDRESS_SIZE}")
 
 
-def _release(db: plyvel.DB, lock_fd: int) -> None:
-    """Close the LevelDB, then drop the directory lock (in that order, so no one slips between)."""
+def _slot_ref(slot: int, length: int) -> bytes:
+    return slot.to_bytes(8, "big") + length.to_bytes(2, "big")
+
+
+def _release(db: plyvel.DB, chunk_file: ChunkFile, lock_fd: int) -> None:
+    """Close the LevelDB and chunk file, then drop the directory lock (so no one slips between)."""
     db.close()
+    chunk_file.close()
     os.close(lock_fd)
 
 
@@ -115,13 +126,14 @@ class LocalStore:
             db = open_leveldb(self._path)
             self._epoch = self._load_metadata(db)
             self._cursors = self._load_cursors(db)
+            self._chunk_file = ChunkFile(self._path, sum(self._cursors))
         except BaseException:
             if db is not None:
                 db.close()
             os.close(lock_fd)
             raise
         self._db = db
-        self._finalizer = weakref.finalize(self, _release, db, lock_fd)
+        self._finalizer = weakref.finalize(self, _release, db, self._chunk_file, lock_fd)
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -181,7 +193,7 @@ class LocalStore:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the LevelDB and release the directory. Idempotent; wakes wait_bin callers."""
+        """Close the LevelDB and chunk file, release the directory. Idempotent; wakes wait_bin."""
         if self._db is None:
             return
         self._db = None
@@ -241,8 +253,10 @@ class LocalStore:
         bin_id = self._cursors[bin] + 1
         id_bytes = bin_id.to_bytes(8, "big")
         bin_byte = bytes((bin,))
+        slot = len(self)
+        self._chunk_file.write(slot, [chunk])
         batch = db.write_batch()
-        batch.put(key, chunk.data)
+        batch.put(key, _slot_ref(slot, len(chunk.data)))
         batch.put(KEY_PULL + bin_byte + id_bytes, address)
         batch.put(KEY_BIN_COUNTER + bin_byte, id_bytes)
         batch.write()
@@ -262,7 +276,8 @@ class LocalStore:
         db = self._live()
         overlay = self._overlay
         cursors = list(self._cursors)
-        stored = 0
+        first_slot = len(self)
+        new: list[Chunk] = []
         touched: set[int] = set()
         seen: set[bytes] = set()
         batch = db.write_batch()
@@ -277,26 +292,28 @@ class LocalStore:
             bin = min(proximity(overlay, address), MAX_BIN)
             bin_id = cursors[bin] + 1
             cursors[bin] = bin_id
-            stored += 1
             touched.add(bin)
-            batch.put(key, chunk.data)
+            batch.put(key, _slot_ref(first_slot + len(new), len(chunk.data)))
+            new.append(chunk)
             batch.put(KEY_PULL + bytes((bin,)) + bin_id.to_bytes(8, "big"), address)
-        if not touched:
+        if not new:
             return 0
+        self._chunk_file.write(first_slot, new)
         for bin in touched:
             batch.put(KEY_BIN_COUNTER + bytes((bin,)), cursors[bin].to_bytes(8, "big"))
         batch.write()
         self._cursors = cursors
         for bin in touched:
             self._notify(bin)
-        return stored
+        return len(new)
 
     def get(self, address: bytes) -> Chunk:
-        """The stored chunk at ``address``; raises ChunkNotFound."""
-        data = self._live().get(KEY_CHUNK + address)
-        if data is None:
+        """The stored chunk at ``address``; raises ChunkNotFound, or ChunkDamaged if its slot is bad."""
+        ref = self._live().get(KEY_CHUNK + address)
+        if ref is None:
             raise ChunkNotFound(address)
-        return Chunk(address, data)
+        slot, length = int.from_bytes(ref[:8], "big"), int.from_bytes(ref[8:], "big")
+        return Chunk(address, self._chunk_file.read(slot, length, address))
 
     def has(self, address: bytes) -> bool:
         return self._live().get(KEY_CHUNK + address) is not None

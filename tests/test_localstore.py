@@ -36,7 +36,8 @@ from localstore import (
     UnsupportedStoreVersion,
     bmt_address,
 )
-from localstore.directory import MARKER_NAME
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
+from localstore.directory import FORMAT_VERSION, MARKER_NAME
 from localstore.store import (
     KEY_BIN_COUNTER,
     KEY_CHUNK,
@@ -516,9 +517,9 @@ def test_unknown_format_version_is_refused(store_path: Path) -> None:
 def test_unknown_version_in_leveldb_metadata_is_refused(store_path: Path) -> None:
     _filled_store(store_path)
     db = plyvel.DB(str(store_path))
-    db.put(META_VERSION, (2).to_bytes(8, "big"))
+    db.put(META_VERSION, (FORMAT_VERSION + 1).to_bytes(8, "big"))
     db.close()
-    with pytest.raises(UnsupportedStoreVersion, match="version 2"):
+    with pytest.raises(UnsupportedStoreVersion, match=f"version {FORMAT_VERSION + 1}"):
         LocalStore(store_path, OVERLAY)
 
 
@@ -818,7 +819,7 @@ def test_sigkill_while_writing_leaves_a_consistent_store(store_path: Path) -> No
 
     db = plyvel.DB(str(store_path))
     try:
-        chunks = {key[1:]: value for key, value in db.iterator(prefix=KEY_CHUNK)}
+        refs = {key[1:]: value for key, value in db.iterator(prefix=KEY_CHUNK)}
         entries = [
             (key[1], int.from_bytes(key[2:], "big"), value) for key, value in db.iterator(prefix=KEY_PULL)
         ]
@@ -827,7 +828,16 @@ def test_sigkill_while_writing_leaves_a_consistent_store(store_path: Path) -> No
         }
     finally:
         db.close()
-    assert len(chunks) > 1000, "the writer should have stored a good number of chunks"
+    assert len(refs) > 1000, "the writer should have stored a good number of chunks"
+    slots = sorted(int.from_bytes(ref[:8], "big") for ref in refs.values())
+    assert slots == list(range(len(refs))), "slots are handed out in order, each once"
+    chunk_file = (store_path / CHUNK_FILE_NAME).read_bytes()
+    chunks = {}
+    for address, ref in refs.items():
+        slot, length = int.from_bytes(ref[:8], "big"), int.from_bytes(ref[8:], "big")
+        record = chunk_file[slot * SLOT_SIZE : slot * SLOT_SIZE + 32 + length]
+        assert record[:32] == address, f"slot {slot} holds its chunk's address"
+        chunks[address] = record[32:]
     indexed = [address for _, _, address in entries]
     assert sorted(indexed) == sorted(chunks), "every chunk indexed exactly once, every entry stored"
     for address, data in chunks.items():

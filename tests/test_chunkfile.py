@@ -1,0 +1,137 @@
+"""The chunk slot file beside the LevelDB index: layout, cut-off of uncommitted writes, damage."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from localstore import Chunk, ChunkDamaged, LocalStore, StoreCorrupt, UnsupportedStoreVersion
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
+from localstore.directory import MARKER_NAME
+from tests.test_localstore import OVERLAY, random_chunks, snapshot
+
+
+def full_chunks(count: int, seed: int) -> list[Chunk]:
+    rng = random.Random(seed)
+    return [Chunk.from_payload(rng.randbytes(4096)) for _ in range(count)]
+
+
+def filled(path: Path, chunks: list[Chunk]) -> None:
+    with LocalStore(path, OVERLAY) as store:
+        store.put_many(chunks[: len(chunks) // 2])
+        for chunk in chunks[len(chunks) // 2 :]:
+            store.put(chunk)
+
+
+def test_slots_hold_address_and_data_in_store_order(tmp_path: Path) -> None:
+    chunks = random_chunks(10, seed=1, size=100) + full_chunks(5, seed=2)
+    filled(tmp_path / "s", chunks)
+    raw = (tmp_path / "s" / CHUNK_FILE_NAME).read_bytes()
+    assert len(raw) == len(chunks) * SLOT_SIZE
+    for slot, chunk in enumerate(chunks):
+        record = raw[slot * SLOT_SIZE : (slot + 1) * SLOT_SIZE]
+        assert record[:32] == chunk.address
+        assert record[32 : 32 + len(chunk.data)] == chunk.data
+        assert record[32 + len(chunk.data) :] == bytes(SLOT_SIZE - 32 - len(chunk.data))
+
+
+def test_a_repeated_chunk_takes_no_slot(tmp_path: Path) -> None:
+    chunks = random_chunks(6, seed=3)
+    with LocalStore(tmp_path / "s", OVERLAY) as store:
+        assert store.put_many(chunks[:4] + chunks[:2]) == 4
+        assert not store.put(chunks[1])
+        assert store.put_many(chunks) == 2
+    assert (tmp_path / "s" / CHUNK_FILE_NAME).stat().st_size == 6 * SLOT_SIZE
+
+
+def test_uncommitted_slots_are_cut_off_and_reused(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    chunks = random_chunks(8, seed=4)
+    filled(path, chunks[:5])
+    # What a put killed between its slot write and its LevelDB batch leaves behind.
+    with open(path / CHUNK_FILE_NAME, "ab") as file:
+        file.write(os.urandom(SLOT_SIZE + 123))
+    with LocalStore(path, OVERLAY) as store:
+        assert (path / CHUNK_FILE_NAME).stat().st_size == 5 * SLOT_SIZE
+        assert store.put_many(chunks[5:]) == 3
+        assert [store.get(chunk.address) for chunk in chunks] == chunks
+    with LocalStore(path, OVERLAY) as store:
+        assert [store.get(chunk.address) for chunk in chunks] == chunks
+
+
+def test_uncommitted_slots_of_an_empty_store_are_cut_off(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    LocalStore(path, OVERLAY).close()
+    (path / CHUNK_FILE_NAME).write_bytes(os.urandom(3 * SLOT_SIZE))
+    chunk = random_chunks(1, seed=5)[0]
+    with LocalStore(path, OVERLAY) as store:
+        assert len(store) == 0
+        assert store.put(chunk)
+        assert store.get(chunk.address) == chunk
+    assert (path / CHUNK_FILE_NAME).stat().st_size == SLOT_SIZE
+
+
+def test_a_short_chunk_file_is_corrupt_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    filled(path, random_chunks(6, seed=6))
+    data = path / CHUNK_FILE_NAME
+    with open(data, "r+b") as file:
+        file.truncate(4 * SLOT_SIZE + 10)
+    kept = data.read_bytes()
+    with pytest.raises(StoreCorrupt, match=f"{CHUNK_FILE_NAME} holds 4 whole slots but the index names 6"):
+        LocalStore(path, OVERLAY)
+    assert data.read_bytes() == kept
+
+
+def test_a_missing_chunk_file_is_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    filled(path, random_chunks(3, seed=7))
+    (path / CHUNK_FILE_NAME).unlink()
+    with pytest.raises(StoreCorrupt, match=f"{CHUNK_FILE_NAME} is missing"):
+        LocalStore(path, OVERLAY)
+    assert not (path / CHUNK_FILE_NAME).exists()
+
+
+def test_a_slot_holding_another_chunk_is_reported_not_served(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    chunks = random_chunks(4, seed=8)
+    filled(path, chunks)
+    raw = bytearray((path / CHUNK_FILE_NAME).read_bytes())
+    raw[2 * SLOT_SIZE : 3 * SLOT_SIZE] = bytes(SLOT_SIZE)  # a write that never reached the disk
+    (path / CHUNK_FILE_NAME).write_bytes(bytes(raw))
+    with LocalStore(path, OVERLAY) as store:
+        assert store.get(chunks[1].address) == chunks[1]
+        assert store.has(chunks[2].address)
+        with pytest.raises(ChunkDamaged, match=f"slot 2 of the chunk file should hold chunk "
+                           f"{chunks[2].address.hex()} but holds {'00' * 32}") as info:
+            store.get(chunks[2].address)
+        assert info.value.address == chunks[2].address and info.value.slot == 2
+        assert store.get(chunks[3].address) == chunks[3]
+
+
+def test_leveldb_gone_but_chunk_data_left_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    filled(path, random_chunks(5, seed=9))
+    for name in os.listdir(path):
+        if name not in (MARKER_NAME, CHUNK_FILE_NAME):
+            os.remove(path / name)
+    files = snapshot(path)
+    with pytest.raises(StoreCorrupt, match="CURRENT file is missing"):
+        LocalStore(path, OVERLAY)
+    assert snapshot(path) == files
+
+
+def test_a_version_1_store_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    filled(path, random_chunks(2, seed=10))
+    marker = path / MARKER_NAME
+    fields = json.loads(marker.read_text())
+    fields["version"] = 1
+    marker.write_text(json.dumps(fields))
+    with pytest.raises(UnsupportedStoreVersion, match="version 1; this code reads version 2 only "
+                       r"\(an older format: move the directory away"):
+        LocalStore(path, OVERLAY)
