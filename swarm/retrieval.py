@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from localstore import Chunk, ChunkNotFound, InvalidChunk
+from localstore import Chunk, ChunkDamaged, ChunkNotFound, InvalidChunk
 from localstore.cache import DEFAULT_CACHE_BYTES, ChunkCache
 from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest
@@ -96,7 +96,10 @@ class Retrieval:
         try:
             return self.node.store.get(address)
         except ChunkNotFound:
-            return self.cache.get(address)
+            pass
+        except ChunkDamaged as exc:
+            log.error("%s; looking elsewhere", exc)
+        return self.cache.get(address)
 
     # -- for peers ----------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from localstore import ChunkNotFound, LocalStore
+from localstore import ChunkDamaged, ChunkNotFound, LocalStore
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
@@ -177,6 +177,9 @@ class Upstream:
                     chunk = self.store.get(address)
                 except ChunkNotFound:
                     log.error("offered chunk %s is gone; cannot deliver it", address.hex())
+                    continue
+                except ChunkDamaged as exc:
+                    log.error("cannot deliver an offered chunk: %s", exc)
                     continue
                 await self.conn.send(ChunkDelivery(bin, live, start, index, chunk.data), priority)
                 self.delivered += 1

@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from localstore import Chunk
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from streamer.requests import RetrieveFailed
 from swarm.node import Node
 from swarm.testing import node_config, start_node, wait_for
@@ -192,4 +193,22 @@ async def test_a_waiter_takes_over_when_the_first_request_is_cancelled(tmp_path:
                     await c.retrieval.get(CHUNK.address)
             assert got == [CHUNK]
             assert c.retrieval.joined == 1 and a.retrieval.served >= 1
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_damaged_local_copy_is_not_served_but_fetched_from_the_network(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, b, c = await line(nursery, tmp_path, nearest="A")
+            a.puller.store_chunk(CHUNK)
+            b.puller.store_chunk(CHUNK)
+            with open(Path(b.store.path) / CHUNK_FILE_NAME, "r+b") as file:
+                file.write(bytes(SLOT_SIZE))  # B's only slot, as a power cut could leave it
+            async with httpx.AsyncClient(timeout=20) as client:
+                got = await client.get(f"http://127.0.0.1:{c.api_port}/chunks/{CHUNK.address.hex()}")
+            assert got.status_code == 200 and got.content == CHUNK.data
+            assert (b.retrieval.served, b.retrieval.forwarded, a.retrieval.served) == (0, 1, 1)
+            assert f"should hold chunk {CHUNK.address.hex()}" in caplog.text
             nursery.cancel_scope.cancel()
