@@ -1,8 +1,10 @@
-"""LocalStore write speed: put one by one vs put_many in batches, both including verification.
+"""LocalStore speed: put one by one vs put_many in batches (both including verification), and get.
 
 Makes ``--chunks`` random full 4 KiB chunks in advance, stores them into a fresh temporary store
-with put(), and again into another fresh store with put_many() in batches of ``--batch``; prints
-one JSON line: {"chunks", "puts_per_s", "put_many_per_s", "verify_per_s", "batch", "backend"}.
+with put(), and again into another fresh store with put_many() in batches of ``--batch``, then
+reads every chunk back from it in random order; prints one JSON line: {"chunks", "puts_per_s",
+"put_many_per_s", "verify_per_s", "write_only_per_s" (put_many's rate with the verification time
+taken out), "gets_per_s", "batch", "backend"}.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import tempfile
 import time
 
@@ -42,6 +45,12 @@ def main() -> None:
                 store.put_many(chunks[i : i + args.batch])
             put_many_s = time.perf_counter() - started
             assert len(store) == len(chunks)
+            addresses = [chunk.address for chunk in chunks]
+            random.Random(0).shuffle(addresses)
+            started = time.perf_counter()
+            for address in addresses:
+                store.get(address)
+            get_s = time.perf_counter() - started
 
     print(
         json.dumps(
@@ -50,6 +59,8 @@ def main() -> None:
                 "puts_per_s": round(len(chunks) / put_s),
                 "put_many_per_s": round(len(chunks) / put_many_s),
                 "verify_per_s": round(len(chunks) / verify_s),
+                "write_only_per_s": round(len(chunks) / max(put_many_s - verify_s, 1e-9)),
+                "gets_per_s": round(len(chunks) / get_s),
                 "batch": args.batch,
                 "backend": KECCAK_BACKEND,
             }
