@@ -87,6 +87,12 @@ class ChunkFile:
             written = os.pwrite(self._fd, buffer, offset)
             buffer, offset = buffer[written:], offset + written
 
+    def check(self, slot: int, address: bytes) -> None:
+        """Raise ChunkDamaged unless ``slot`` starts with ``address``."""
+        found = os.pread(self._fd, ADDRESS_SIZE, slot * SLOT_SIZE)
+        if found != address:
+            raise ChunkDamaged(self._directory, address, slot, found)
+
     def read(self, slot: int, length: int, address: bytes) -> bytes:
         """The data (span || payload, ``length`` bytes) of the chunk ``address`` kept at ``slot``."""
         record = os.pread(self._fd, ADDRESS_SIZE + length, slot * SLOT_SIZE)

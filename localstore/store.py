@@ -6,9 +6,11 @@ noted, so LevelDB's byte order is numeric order)::
     b"m" b"version"              format version, 8 bytes (FORMAT_VERSION)
     b"m" b"overlay"              the owning node's 32-byte overlay address
     b"m" b"epoch"                creation time, ns since the Unix epoch, 8 bytes
+    b"m" b"forgotten"            how many damaged chunks were dropped (absent: 0), 8 bytes
     b"c" address(32)             where the chunk's data is: its slot in the chunk file (8 bytes)
-                                 || the data's length (2 bytes)
+                                 || the data's length (2 bytes) || its bin ID (8 bytes)
     b"p" bin(1) bin_id(8)        pull index: the address of the chunk given ``bin_id`` in ``bin``
+                                 (empty: the chunk was damaged and dropped, a hole)
     b"b" bin(1)                  bin counter: the highest bin ID given out in ``bin``, 8 bytes
     b"s" key                     state namespace of other components (interval sets, ...)
 
@@ -18,8 +20,10 @@ chunk's slot is written first; then its index entry, pull-index entry and its bi
 into one LevelDB write batch, so no crash can leave one without the others, nor an indexed chunk
 without its data. ``bin = min(proximity(overlay, address), 31)``;
 bin IDs start at 1 and grow by 1 per chunk stored in the bin, so a bin's counter is its
-*cursor*, and the chunk count is the sum of the cursors (chunks are never deleted), which is also
-the next free slot.
+*cursor*. Chunks are never deleted, so the sum of the cursors is the next free slot, and the
+chunk count is that sum less the *forgotten* ones: a chunk whose slot turns out damaged (what a
+power cut can leave) is dropped from the index when found, so that it reads as missing, leaves a
+hole in the pull index, and can be synced again from peers.
 
 Beside the LevelDB files the directory holds ``LOCALSTORE``, a small JSON marker
 (``{"format": ..., "version": ..., "overlay": ...}``) written before the LevelDB is created. It
@@ -48,6 +52,7 @@ from localstore.chunk import ADDRESS_SIZE, Chunk
 from localstore.chunkfile import ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
 from localstore.errors import (
+    ChunkDamaged,
     ChunkNotFound,
     StoreClosed,
     StoreCorrupt,
@@ -70,6 +75,7 @@ KEY_STATE = b"s"
 META_VERSION = KEY_META + b"version"
 META_OVERLAY = KEY_META + b"overlay"
 META_EPOCH = KEY_META + b"epoch"
+META_FORGOTTEN = KEY_META + b"forgotten"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +101,13 @@ def _check_address(address: bytes) -> None:
         raise ValueError(f"address is {len(address)} bytes, not {ADDRESS_SIZE}")
 
 
-def _slot_ref(slot: int, length: int) -> bytes:
-    return slot.to_bytes(8, "big") + length.to_bytes(2, "big")
+def _slot_ref(slot: int, length: int, bin_id: int) -> bytes:
+    return slot.to_bytes(8, "big") + length.to_bytes(2, "big") + bin_id.to_bytes(8, "big")
+
+
+def _parse_ref(ref: bytes) -> tuple[int, int, int]:
+    """(slot, length, bin ID) of a chunk index value."""
+    return int.from_bytes(ref[:8], "big"), int.from_bytes(ref[8:10], "big"), int.from_bytes(ref[10:], "big")
 
 
 def _release(db: plyvel.DB, chunk_file: ChunkFile, lock_fd: int) -> None:
@@ -126,6 +137,7 @@ class LocalStore:
             db = open_leveldb(self._path)
             self._epoch = self._load_metadata(db)
             self._cursors = self._load_cursors(db)
+            self._forgotten = self._load_forgotten(db)
             self._chunk_file = ChunkFile(self._path, sum(self._cursors))
         except BaseException:
             if db is not None:
@@ -190,6 +202,16 @@ class LocalStore:
             raise StoreCorrupt(self._path, f"reading the pull index failed: {plyvel_message(exc)}") from exc
         return cursors
 
+    def _load_forgotten(self, db: plyvel.DB) -> int:
+        try:
+            raw = db.get(META_FORGOTTEN)
+        except plyvel.Error as exc:
+            raise StoreCorrupt(self._path, f"reading metadata failed: {plyvel_message(exc)}") from exc
+        forgotten = 0 if raw is None else int.from_bytes(raw, "big")
+        if forgotten > sum(self._cursors):
+            raise StoreCorrupt(self._path, f"{forgotten} chunks forgotten of {sum(self._cursors)} stored")
+        return forgotten
+
     # -- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -253,10 +275,10 @@ class LocalStore:
         bin_id = self._cursors[bin] + 1
         id_bytes = bin_id.to_bytes(8, "big")
         bin_byte = bytes((bin,))
-        slot = len(self)
+        slot = sum(self._cursors)
         self._chunk_file.write(slot, [chunk])
         batch = db.write_batch()
-        batch.put(key, _slot_ref(slot, len(chunk.data)))
+        batch.put(key, _slot_ref(slot, len(chunk.data), bin_id))
         batch.put(KEY_PULL + bin_byte + id_bytes, address)
         batch.put(KEY_BIN_COUNTER + bin_byte, id_bytes)
         batch.write()
@@ -276,7 +298,7 @@ class LocalStore:
         db = self._live()
         overlay = self._overlay
         cursors = list(self._cursors)
-        first_slot = len(self)
+        first_slot = sum(cursors)
         new: list[Chunk] = []
         touched: set[int] = set()
         seen: set[bytes] = set()
@@ -293,7 +315,7 @@ class LocalStore:
             bin_id = cursors[bin] + 1
             cursors[bin] = bin_id
             touched.add(bin)
-            batch.put(key, _slot_ref(first_slot + len(new), len(chunk.data)))
+            batch.put(key, _slot_ref(first_slot + len(new), len(chunk.data), bin_id))
             new.append(chunk)
             batch.put(KEY_PULL + bytes((bin,)) + bin_id.to_bytes(8, "big"), address)
         if not new:
@@ -308,12 +330,48 @@ class LocalStore:
         return len(new)
 
     def get(self, address: bytes) -> Chunk:
-        """The stored chunk at ``address``; raises ChunkNotFound, or ChunkDamaged if its slot is bad."""
+        """The stored chunk at ``address``; raises ChunkNotFound.
+
+        Raises ChunkDamaged if its slot holds something else, and drops the chunk (see forget).
+        """
         ref = self._live().get(KEY_CHUNK + address)
         if ref is None:
             raise ChunkNotFound(address)
-        slot, length = int.from_bytes(ref[:8], "big"), int.from_bytes(ref[8:], "big")
-        return Chunk(address, self._chunk_file.read(slot, length, address))
+        slot, length, bin_id = _parse_ref(ref)
+        try:
+            return Chunk(address, self._chunk_file.read(slot, length, address))
+        except ChunkDamaged:
+            self._forget(address, bin_id)
+            raise
+
+    def check_slot(self, address: bytes) -> None:
+        """Raise ChunkNotFound or ChunkDamaged (dropping the chunk) unless ``address`` is readable.
+
+        Cheaper than get: reads only the address at the start of the chunk's slot.
+        """
+        ref = self._live().get(KEY_CHUNK + address)
+        if ref is None:
+            raise ChunkNotFound(address)
+        slot, _, bin_id = _parse_ref(ref)
+        try:
+            self._chunk_file.check(slot, address)
+        except ChunkDamaged:
+            self._forget(address, bin_id)
+            raise
+
+    def _forget(self, address: bytes, bin_id: int) -> None:
+        """Drop a damaged chunk: no index entry, a hole in its bin, one more forgotten.
+
+        Its slot stays allocated (slots follow the bin IDs given out); storing the chunk again
+        gives it a new bin ID and a new slot.
+        """
+        bin = min(proximity(self._overlay, address), MAX_BIN)
+        batch = self._live().write_batch()
+        batch.delete(KEY_CHUNK + address)
+        batch.put(_pull_key(bin, bin_id), b"")
+        batch.put(META_FORGOTTEN, (self._forgotten + 1).to_bytes(8, "big"))
+        batch.write()
+        self._forgotten += 1
 
     def has(self, address: bytes) -> bool:
         return self._live().get(KEY_CHUNK + address) is not None
@@ -322,8 +380,8 @@ class LocalStore:
         return isinstance(address, bytes) and self.has(address)
 
     def __len__(self) -> int:
-        """Number of chunks stored (every stored chunk has exactly one bin ID)."""
-        return sum(self._cursors)
+        """Number of chunks stored: bin IDs given out, less the damaged chunks dropped."""
+        return sum(self._cursors) - self._forgotten
 
     # -- pull index ----------------------------------------------------------------------------
 
@@ -339,7 +397,8 @@ class LocalStore:
     def iter_bin(self, bin: int, start: int, end: int | None = None) -> Iterator[tuple[int, bytes]]:
         """Yield ``(bin_id, address)`` for bin IDs ``start..end`` (inclusive; no end: to the last).
 
-        Reads a LevelDB snapshot taken at the call: chunks stored meanwhile are not yielded.
+        Reads a LevelDB snapshot taken at the call: chunks stored meanwhile are not yielded. The
+        holes of dropped damaged chunks are skipped.
         """
         _check_bin(bin)
         db = self._live()
@@ -351,7 +410,7 @@ class LocalStore:
         else:
             stop = _pull_key(bin, min(end, MAX_BIN_ID))
             entries = db.iterator(start=_pull_key(bin, start), stop=stop, include_stop=True)
-        return ((int.from_bytes(key[-8:], "big"), address) for key, address in entries)
+        return ((int.from_bytes(key[-8:], "big"), address) for key, address in entries if address)
 
     async def wait_bin(self, bin: int, after: int) -> int:
         """Return ``bin``'s cursor once it is above ``after`` (at once if it already is).

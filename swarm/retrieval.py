@@ -98,7 +98,7 @@ class Retrieval:
         except ChunkNotFound:
             pass
         except ChunkDamaged as exc:
-            log.error("%s; looking elsewhere", exc)
+            log.error("%s; dropped from the store, asking the network", exc)
         return self.cache.get(address)
 
     # -- for peers ----------------------------------------------------------------------------

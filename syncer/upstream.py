@@ -154,10 +154,22 @@ class Upstream:
             cursor = await self._wait_for_chunks(offers) if live else self.store.cursor(bin)
             rng = offers.next_range(cursor)
             assert rng is not None, "a slot is free and chunks are there"
-            hashes = [address for _, address in self.store.iter_bin(bin, rng[0], rng[1])]
+            entries = self.store.iter_bin(bin, rng[0], rng[1])
+            hashes = [address for _, address in entries if self._readable(address)]
             offers.offered(rng[0], rng[1], hashes)
             self.offered += len(hashes)
             await self.conn.send(OfferedHashes(bin, live, rng[0], rng[1], tuple(hashes)), priority)
+
+    def _readable(self, address: bytes) -> bool:
+        """Whether a chunk can be offered: a damaged one is dropped by the store and left out."""
+        try:
+            self.store.check_slot(address)
+        except ChunkDamaged as exc:
+            log.error("not offering a damaged chunk (dropped, to be synced again): %s", exc)
+            return False
+        except ChunkNotFound:
+            return False
+        return True
 
     async def _wait_for_chunks(self, offers: StreamOffers) -> int:
         """Wait for at least one new chunk, then up to `live_idle` for a full batch."""

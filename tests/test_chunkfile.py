@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from localstore import Chunk, ChunkDamaged, LocalStore, StoreCorrupt, UnsupportedStoreVersion
+from localstore import Chunk, ChunkDamaged, ChunkNotFound, LocalStore, StoreCorrupt, UnsupportedStoreVersion
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from localstore.directory import MARKER_NAME
 from tests.test_localstore import OVERLAY, random_chunks, snapshot
@@ -135,3 +135,53 @@ def test_a_version_1_store_is_refused_with_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedStoreVersion, match="version 1; this code reads version 2 only "
                        r"\(an older format: move the directory away"):
         LocalStore(path, OVERLAY)
+
+
+def damage(path: Path, slot: int) -> None:
+    """Zero one slot, as a power cut that lost the slot's write but kept the index could leave it."""
+    with open(path / CHUNK_FILE_NAME, "r+b") as file:
+        file.seek(slot * SLOT_SIZE)
+        file.write(bytes(SLOT_SIZE))
+
+
+def test_a_damaged_chunk_is_dropped_when_found_and_can_be_stored_again(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    chunks = random_chunks(30, seed=11)
+    filled(path, chunks)
+    victim = chunks[7]
+    with LocalStore(path, OVERLAY) as store:
+        bin = store.bin_of(victim.address)
+        ids = {address: bin_id for bin_id, address in store.iter_bin(bin, 1)}
+        victim_id = ids[victim.address]
+        cursor = store.cursor(bin)
+        damage(path, 7)
+        with pytest.raises(ChunkDamaged):
+            store.get(victim.address)
+        assert len(store) == 29 and not store.has(victim.address)
+        with pytest.raises(ChunkNotFound):
+            store.get(victim.address)
+        assert victim.address not in [address for _, address in store.iter_bin(bin, 1)]
+        assert store.cursor(bin) == cursor, "a hole, not a rewound bin"
+    with LocalStore(path, OVERLAY) as store:
+        assert len(store) == 29 and not store.has(victim.address)
+        assert store.put(victim)
+        assert len(store) == 30 and store.get(victim.address) == victim
+        again = [bin_id for bin_id, address in store.iter_bin(bin, 1) if address == victim.address]
+        assert again == [cursor + 1] and victim_id != cursor + 1
+        assert [store.get(chunk.address) for chunk in chunks] == chunks
+    assert (path / CHUNK_FILE_NAME).stat().st_size == 31 * SLOT_SIZE, "the damaged slot stays taken"
+
+
+def test_check_slot_finds_damage_without_reading_the_payload(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    chunks = random_chunks(5, seed=12)
+    filled(path, chunks)
+    with LocalStore(path, OVERLAY) as store:
+        store.check_slot(chunks[3].address)
+        damage(path, 3)
+        with pytest.raises(ChunkDamaged, match=chunks[3].address.hex()):
+            store.check_slot(chunks[3].address)
+        with pytest.raises(ChunkNotFound):
+            store.check_slot(chunks[3].address)
+        assert len(store) == 4
+        store.check_slot(chunks[4].address)

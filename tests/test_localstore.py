@@ -834,7 +834,7 @@ def test_sigkill_while_writing_leaves_a_consistent_store(store_path: Path) -> No
     chunk_file = (store_path / CHUNK_FILE_NAME).read_bytes()
     chunks = {}
     for address, ref in refs.items():
-        slot, length = int.from_bytes(ref[:8], "big"), int.from_bytes(ref[8:], "big")
+        slot, length = int.from_bytes(ref[:8], "big"), int.from_bytes(ref[8:10], "big")
         record = chunk_file[slot * SLOT_SIZE : slot * SLOT_SIZE + 32 + length]
         assert record[:32] == address, f"slot {slot} holds its chunk's address"
         chunks[address] = record[32:]
@@ -846,8 +846,9 @@ def test_sigkill_while_writing_leaves_a_consistent_store(store_path: Path) -> No
         ids = [bin_id for b, bin_id, _ in entries if b == bin]
         assert ids == list(range(1, len(ids) + 1))
         assert counters.get(bin, 0) == (ids[-1] if ids else 0)
-    for bin, _, address in entries:
+    for bin, bin_id, address in entries:
         assert bin == naive_bin(OVERLAY, address)
+        assert int.from_bytes(refs[address][10:], "big") == bin_id, "the index names the chunk's bin ID"
     with LocalStore(store_path, OVERLAY) as store:
         assert len(store) == len(chunks)
         assert store.cursors() == [counters.get(b, 0) for b in range(BINS)]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from swarm.testing import node_config, random_chunks, start_node, wait_for
 
 
@@ -58,4 +60,36 @@ async def test_three_nodes_one_transfer_per_chunk(tmp_path: Path) -> None:
             payload_in = sum(p["stats"]["payload_bytes_in"] for p in status["peers"])
             assert payload_in == sum(len(ch.data) for ch in chunks)
             assert sum(p["stats"]["delivered"] for p in status["peers"]) == 400
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_damaged_chunk_is_left_out_of_offers_and_synced_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A slot lost on disk: the upstream drops that chunk and offers the rest, nobody stalls; a
+    peer that has the chunk gives it back."""
+    chunks = random_chunks(60, seed=4)
+    victim = chunks[20]
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a"))
+            for chunk in chunks:
+                a.puller.store_chunk(chunk)
+            with open(Path(a.store.path) / CHUNK_FILE_NAME, "r+b") as file:
+                file.seek(20 * SLOT_SIZE)
+                file.write(bytes(SLOT_SIZE))
+            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
+            others = [c for c in chunks if c is not victim]
+            await wait_for(lambda: holds_all(b, others) and b.sync_status()["fully_synced"])
+            assert not b.store.has(victim.address) and not a.store.has(victim.address)
+            assert len(a.store) == 59
+            assert "not offering a damaged chunk" in caplog.text
+            (peer,) = b.sync_status()["peers"]
+            assert peer["stats"]["missing"] == 0 and peer["stats"]["delivered"] == 59
+            c = await start_node(nursery, node_config(tmp_path / "c"))
+            c.puller.store_chunk(victim)
+            await a.connect("127.0.0.1", c.p2p_port)
+            await wait_for(lambda: a.store.has(victim.address))
+            assert a.store.get(victim.address) == victim
+            await wait_for(lambda: b.store.has(victim.address))  # and onwards, live
             nursery.cancel_scope.cancel()

@@ -211,4 +211,5 @@ async def test_a_damaged_local_copy_is_not_served_but_fetched_from_the_network(
             assert got.status_code == 200 and got.content == CHUNK.data
             assert (b.retrieval.served, b.retrieval.forwarded, a.retrieval.served) == (0, 1, 1)
             assert f"should hold chunk {CHUNK.address.hex()}" in caplog.text
+            assert not b.store.has(CHUNK.address), "the damaged copy is dropped, so it can be synced again"
             nursery.cancel_scope.cancel()
