@@ -26,10 +26,12 @@ from localstore.errors import OverlayMismatch, StoreCorrupt, StoreLocked, Unsupp
 FORMAT_VERSION = 2
 """2: chunk data in the slot file CHUNKS, LevelDB holds where (1: chunk data inside LevelDB)."""
 
-# Measured with 100,000 random 4 KiB chunks (benches/localstore.py, raw write path): LevelDB's
-# defaults give ~6,000 puts/s, because every put of a new chunk first looks the address up, and
-# without bloom filters that miss reads a block from every level-0 table; a bigger memtable and
-# bigger tables cut flushes and compaction work. Together ~4x. Memory: up to 2 memtables per store.
+# LevelDB holds only the index (chunk data is in the slot file), about 100 bytes per chunk, and
+# its tables are mmapped, so what compactions read counts in RSS: small memtables and tables keep
+# that working set small, and the block cache is small because index lookups are random. Every put
+# of a new chunk and every offered hash first looks the address up; 20-bit bloom filters make
+# such a miss read a data block rarely. Measured in benches/memory.py and benches/localstore.py
+# (docs/performance.md).
 LEVELDB_OPTIONS: dict[str, int] = {
     "bloom_filter_bits": 20,
     "write_buffer_size": 2 << 20,

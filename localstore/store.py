@@ -332,12 +332,9 @@ class LocalStore:
     def get(self, address: bytes) -> Chunk:
         """The stored chunk at ``address``; raises ChunkNotFound.
 
-        Raises ChunkDamaged if its slot holds something else, and drops the chunk (see forget).
+        Raises ChunkDamaged if its slot holds something else, and drops the chunk (see _forget).
         """
-        ref = self._live().get(KEY_CHUNK + address)
-        if ref is None:
-            raise ChunkNotFound(address)
-        slot, length, bin_id = _parse_ref(ref)
+        slot, length, bin_id = self._slot_of(address)
         try:
             return Chunk(address, self._chunk_file.read(slot, length, address))
         except ChunkDamaged:
@@ -349,15 +346,19 @@ class LocalStore:
 
         Cheaper than get: reads only the address at the start of the chunk's slot.
         """
-        ref = self._live().get(KEY_CHUNK + address)
-        if ref is None:
-            raise ChunkNotFound(address)
-        slot, _, bin_id = _parse_ref(ref)
+        slot, _, bin_id = self._slot_of(address)
         try:
             self._chunk_file.check(slot, address)
         except ChunkDamaged:
             self._forget(address, bin_id)
             raise
+
+    def _slot_of(self, address: bytes) -> tuple[int, int, int]:
+        """(slot, length, bin ID) of a stored chunk; raises ChunkNotFound."""
+        ref = self._live().get(KEY_CHUNK + address)
+        if ref is None:
+            raise ChunkNotFound(address)
+        return _parse_ref(ref)
 
     def _forget(self, address: bytes, bin_id: int) -> None:
         """Drop a damaged chunk: no index entry, a hole in its bin, one more forgotten.
