@@ -23,15 +23,12 @@ import plyvel
 from localstore.chunkfile import CHUNK_FILE_NAME
 from localstore.errors import OverlayMismatch, StoreCorrupt, StoreLocked, UnsupportedStoreVersion
 
-FORMAT_VERSION = 2
-"""2: chunk data in the slot file CHUNKS, LevelDB holds where (1: chunk data inside LevelDB)."""
+FORMAT_VERSION = 3
+"""3: chunk data, pull index and address index in files, LevelDB holds cursors and state;
+2: chunk data in the slot file CHUNKS, its index in LevelDB; 1: chunk data inside LevelDB."""
 
-# LevelDB holds only the index (chunk data is in the slot file), about 100 bytes per chunk, and
-# its tables are mmapped, so what compactions read counts in RSS: small memtables and tables keep
-# that working set small, and the block cache is small because index lookups are random. Every put
-# of a new chunk and every offered hash first looks the address up; 20-bit bloom filters make
-# such a miss read a data block rarely. Measured in benches/memory.py and benches/localstore.py
-# (docs/performance.md).
+# LevelDB holds only the metadata, the bin cursors and other components' state (interval sets):
+# small, so small memtables, tables and block cache suffice (docs/performance.md).
 LEVELDB_OPTIONS: dict[str, int] = {
     "bloom_filter_bits": 20,
     "write_buffer_size": 2 << 20,

@@ -1,31 +1,35 @@
 """LocalStore: the node's store directory: chunks, their per-bin pull index and state.
 
-Key layout (one LevelDB; every key starts with a one-byte namespace; integers big-endian unless
-noted, so LevelDB's byte order is numeric order)::
+A store directory holds four kinds of files, each written by the module named:
+
+    CHUNKS          chunk data in fixed-size slots (localstore/chunkfile.py)
+    PULL-00..31     each bin's pull index: bin ID -> address, slot, length (localstore/pullindex.py)
+    ADDRESSES       address -> slot, length, bin ID, a hash file derived from the pull index
+                    (localstore/addressindex.py)
+    LevelDB files   the metadata, the bins' cursors and other components' state (this module)
+
+LevelDB key layout (every key starts with a one-byte namespace; integers big-endian)::
 
     b"m" b"version"              format version, 8 bytes (FORMAT_VERSION)
     b"m" b"overlay"              the owning node's 32-byte overlay address
     b"m" b"epoch"                creation time, ns since the Unix epoch, 8 bytes
-    b"m" b"forgotten"            how many damaged chunks were dropped (absent: 0), 8 bytes
-    b"c" address(32)             where the chunk's data is: its slot in the chunk file (8 bytes)
-                                 || the data's length (2 bytes) || its bin ID (8 bytes)
-    b"p" bin(1) bin_id(8)        pull index: the address of the chunk given ``bin_id`` in ``bin``
-                                 (empty: the chunk was damaged and dropped, a hole)
     b"b" bin(1)                  bin counter: the highest bin ID given out in ``bin``, 8 bytes
     b"s" key                     state namespace of other components (interval sets, ...)
 
-The chunk data itself (span, 8 bytes little-endian, || payload) is kept outside LevelDB, in
-fixed-size slots of the file ``CHUNKS`` beside it (localstore/chunkfile.py says why). A new
-chunk's slot is written first; then its index entry, pull-index entry and its bin's counter go
-into one LevelDB write batch, so no crash can leave one without the others, nor an indexed chunk
-without its data. ``bin = min(proximity(overlay, address), 31)``;
-bin IDs start at 1 and grow by 1 per chunk stored in the bin, so a bin's counter is its
-*cursor*. Chunks are never deleted, so the sum of the cursors is the next free slot, and the
-chunk count is that sum less the *forgotten* ones: a chunk whose slot turns out damaged (what a
-power cut can leave) is dropped from the index when found, so that it reads as missing, leaves a
-hole in the pull index, and can be synced again from peers.
+``bin = min(proximity(overlay, address), 31)``; bin IDs start at 1 and grow by 1 per chunk
+stored in the bin, so a bin's counter is its *cursor*. Chunks are never deleted, so slots are
+handed out in order and the sum of the cursors is the next free slot. A new chunk's slot and its
+pull-index entry are written first; the LevelDB batch that raises its bin's cursor commits it (a
+crash before leaves bytes past the cursors, which opening cuts off); the address index is updated
+last, and rebuilt from the pull index whenever it was not closed cleanly. A chunk whose slot turns
+out damaged (what a power cut can leave) is dropped when found: its pull-index entry becomes a
+hole and its address leaves the index, so it reads as missing and can be synced again.
 
-Beside the LevelDB files the directory holds ``LOCALSTORE``, a small JSON marker
+Only the cursors and small state live in LevelDB, because LevelDB 1.22 (bundled with plyvel)
+reads its tables through mmap: per-chunk keys made its compactions' working set, and so the
+node's resident memory, grow with the store (docs/performance.md).
+
+Beside the other files the directory holds ``LOCALSTORE``, a small JSON marker
 (``{"format": ..., "version": ..., "overlay": ...}``) written before the LevelDB is created. It
 answers "is this directory ours, in a format we read, for this overlay?" *without opening the
 LevelDB*, because LevelDB modifies a directory on every open attempt (it rotates its LOG, takes
@@ -39,6 +43,7 @@ away before LevelDB is asked. The LevelDB metadata stays the authority; the two 
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import weakref
@@ -48,6 +53,7 @@ from dataclasses import dataclass
 import plyvel
 import trio
 
+from localstore.addressindex import AddressIndex, IndexEntry
 from localstore.chunk import ADDRESS_SIZE, Chunk
 from localstore.chunkfile import ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
@@ -58,6 +64,7 @@ from localstore.errors import (
     StoreCorrupt,
     UnsupportedStoreVersion,
 )
+from localstore.pullindex import PullIndex, encode_entry
 from pot import proximity
 
 __all__ = ["BINS", "FORMAT_VERSION", "MAX_BIN", "LocalStore", "StoreStatistics"]
@@ -65,17 +72,15 @@ __all__ = ["BINS", "FORMAT_VERSION", "MAX_BIN", "LocalStore", "StoreStatistics"]
 MAX_BIN = 31
 """Bins are capped at PO 31: every chunk at least that close to the overlay shares bin 31."""
 BINS = MAX_BIN + 1
-MAX_BIN_ID = 2**64 - 1
 
 KEY_META = b"m"
-KEY_CHUNK = b"c"
-KEY_PULL = b"p"
 KEY_BIN_COUNTER = b"b"
 KEY_STATE = b"s"
 META_VERSION = KEY_META + b"version"
 META_OVERLAY = KEY_META + b"overlay"
 META_EPOCH = KEY_META + b"epoch"
-META_FORGOTTEN = KEY_META + b"forgotten"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +90,6 @@ class StoreStatistics:
     chunks: int
     cursors: tuple[int, ...]
     epoch: int
-
-
-def _pull_key(bin: int, bin_id: int) -> bytes:
-    return KEY_PULL + bytes((bin,)) + bin_id.to_bytes(8, "big")
 
 
 def _check_bin(bin: int) -> None:
@@ -101,20 +102,27 @@ def _check_address(address: bytes) -> None:
         raise ValueError(f"address is {len(address)} bytes, not {ADDRESS_SIZE}")
 
 
-def _slot_ref(slot: int, length: int, bin_id: int) -> bytes:
-    return slot.to_bytes(8, "big") + length.to_bytes(2, "big") + bin_id.to_bytes(8, "big")
+@dataclass(slots=True)
+class _Files:
+    """What an open store holds open, released together (by close or by the finalizer)."""
 
+    db: plyvel.DB
+    chunk_file: ChunkFile
+    pull_index: PullIndex
+    index: AddressIndex
+    lock_fd: int
+    cursors: list[int]
 
-def _parse_ref(ref: bytes) -> tuple[int, int, int]:
-    """(slot, length, bin ID) of a chunk index value."""
-    return int.from_bytes(ref[:8], "big"), int.from_bytes(ref[8:10], "big"), int.from_bytes(ref[10:], "big")
-
-
-def _release(db: plyvel.DB, chunk_file: ChunkFile, lock_fd: int) -> None:
-    """Close the LevelDB and chunk file, then drop the directory lock (so no one slips between)."""
-    db.close()
-    chunk_file.close()
-    os.close(lock_fd)
+    def release(self) -> None:
+        """Close everything, marking the address index clean, then drop the directory lock last
+        (so no other opener slips in between)."""
+        try:
+            self.index.close(sum(self.cursors))
+        finally:
+            self.db.close()
+            self.chunk_file.close()
+            self.pull_index.close()
+            os.close(self.lock_fd)
 
 
 class LocalStore:
@@ -133,19 +141,27 @@ class LocalStore:
         self._db: plyvel.DB | None = None
         lock_fd = claim_directory(self._path, overlay)
         db: plyvel.DB | None = None
+        chunk_file: ChunkFile | None = None
+        pull_index: PullIndex | None = None
         try:
             db = open_leveldb(self._path)
             self._epoch = self._load_metadata(db)
             self._cursors = self._load_cursors(db)
-            self._forgotten = self._load_forgotten(db)
-            self._chunk_file = ChunkFile(self._path, sum(self._cursors))
+            chunk_file = ChunkFile(self._path, sum(self._cursors))
+            pull_index = PullIndex(self._path, self._cursors)
+            index = AddressIndex.open(self._path, sum(self._cursors)) or self._build_index(pull_index)
         except BaseException:
-            if db is not None:
-                db.close()
+            for opened in (pull_index, chunk_file, db):
+                if opened is not None:
+                    opened.close()
             os.close(lock_fd)
             raise
         self._db = db
-        self._finalizer = weakref.finalize(self, _release, db, self._chunk_file, lock_fd)
+        self._chunk_file = chunk_file
+        self._pull_index = pull_index
+        self._index = index
+        files = _Files(db, chunk_file, pull_index, index, lock_fd, self._cursors)
+        self._finalizer = weakref.finalize(self, files.release)
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -178,39 +194,33 @@ class LocalStore:
         return int.from_bytes(epoch_bytes, "big")
 
     def _load_cursors(self, db: plyvel.DB) -> list[int]:
-        """Read every bin counter and check it against the bin's last pull-index entry."""
+        """Read every bin's counter (its cursor)."""
         cursors = [0] * BINS
         try:
             for bin in range(BINS):
                 raw = db.get(KEY_BIN_COUNTER + bytes((bin,)))
-                counter = 0 if raw is None else int.from_bytes(raw, "big")
-                last = next(
-                    db.iterator(
-                        start=KEY_PULL + bytes((bin,)),
-                        stop=KEY_PULL + bytes((bin + 1,)),
-                        reverse=True,
-                        include_value=False,
-                    ),
-                    None,
-                )
-                highest = 0 if last is None else int.from_bytes(last[-8:], "big")
-                if counter != highest:
-                    problem = f"bin {bin} counter is {counter} but its last pull-index entry is {highest}"
-                    raise StoreCorrupt(self._path, problem)
-                cursors[bin] = counter
+                if raw is not None:
+                    cursors[bin] = int.from_bytes(raw, "big")
         except plyvel.Error as exc:
-            raise StoreCorrupt(self._path, f"reading the pull index failed: {plyvel_message(exc)}") from exc
+            raise StoreCorrupt(self._path, f"reading the bin counters failed: {plyvel_message(exc)}") from exc
         return cursors
 
-    def _load_forgotten(self, db: plyvel.DB) -> int:
-        try:
-            raw = db.get(META_FORGOTTEN)
-        except plyvel.Error as exc:
-            raise StoreCorrupt(self._path, f"reading metadata failed: {plyvel_message(exc)}") from exc
-        forgotten = 0 if raw is None else int.from_bytes(raw, "big")
-        if forgotten > sum(self._cursors):
-            raise StoreCorrupt(self._path, f"{forgotten} chunks forgotten of {sum(self._cursors)} stored")
-        return forgotten
+    def _build_index(self, pull_index: PullIndex) -> AddressIndex:
+        """Build the address index from the pull index (after a crash, or if it is missing)."""
+        started = time.perf_counter()
+        entries = (
+            (entry.address, IndexEntry(entry.slot, entry.length, entry.bin_id))
+            for bin, cursor in enumerate(self._cursors)
+            for entry in pull_index.read(bin, 1, cursor)
+        )
+        index = AddressIndex.build(self._path, entries)
+        log.info(
+            "store %s: rebuilt the address index of %d chunks in %.2f s (it was not closed cleanly)",
+            self._path,
+            len(index),
+            time.perf_counter() - started,
+        )
+        return index
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -268,26 +278,21 @@ class LocalStore:
         chunk.verify()
         db = self._live()
         address = chunk.address
-        key = KEY_CHUNK + address
-        if db.get(key) is not None:
+        if self._index.get(address) is not None:
             return False
         bin = min(proximity(self._overlay, address), MAX_BIN)
         bin_id = self._cursors[bin] + 1
-        id_bytes = bin_id.to_bytes(8, "big")
-        bin_byte = bytes((bin,))
         slot = sum(self._cursors)
         self._chunk_file.write(slot, [chunk])
-        batch = db.write_batch()
-        batch.put(key, _slot_ref(slot, len(chunk.data), bin_id))
-        batch.put(KEY_PULL + bin_byte + id_bytes, address)
-        batch.put(KEY_BIN_COUNTER + bin_byte, id_bytes)
-        batch.write()
+        self._pull_index.append(bin, bin_id, [encode_entry(address, slot, len(chunk.data))])
+        db.put(KEY_BIN_COUNTER + bytes((bin,)), bin_id.to_bytes(8, "big"))
         self._cursors[bin] = bin_id
+        self._index_new([(address, IndexEntry(slot, len(chunk.data), bin_id))])
         self._notify(bin)
         return True
 
     def put_many(self, chunks: Iterable[Chunk]) -> int:
-        """Verify all ``chunks``, then store the new ones in one write batch; return how many.
+        """Verify all ``chunks``, then store the new ones, committed at once; return how many.
 
         If any chunk is invalid, InvalidChunk is raised and nothing is stored. A chunk given
         twice in one call is stored (and counted) once.
@@ -297,48 +302,57 @@ class LocalStore:
             chunk.verify()
         db = self._live()
         overlay = self._overlay
+        index = self._index
         cursors = list(self._cursors)
         first_slot = sum(cursors)
         new: list[Chunk] = []
-        touched: set[int] = set()
+        indexed: list[tuple[bytes, IndexEntry]] = []
+        appended: dict[int, list[bytes]] = {}
         seen: set[bytes] = set()
-        batch = db.write_batch()
         for chunk in chunks:
             address = chunk.address
-            if address in seen:
+            if address in seen or index.get(address) is not None:
                 continue
             seen.add(address)
-            key = KEY_CHUNK + address
-            if db.get(key) is not None:
-                continue
             bin = min(proximity(overlay, address), MAX_BIN)
-            bin_id = cursors[bin] + 1
-            cursors[bin] = bin_id
-            touched.add(bin)
-            batch.put(key, _slot_ref(first_slot + len(new), len(chunk.data), bin_id))
+            cursors[bin] += 1
+            slot = first_slot + len(new)
             new.append(chunk)
-            batch.put(KEY_PULL + bytes((bin,)) + bin_id.to_bytes(8, "big"), address)
+            appended.setdefault(bin, []).append(encode_entry(address, slot, len(chunk.data)))
+            indexed.append((address, IndexEntry(slot, len(chunk.data), cursors[bin])))
         if not new:
             return 0
         self._chunk_file.write(first_slot, new)
-        for bin in touched:
+        batch = db.write_batch()
+        for bin, entries in appended.items():
+            self._pull_index.append(bin, self._cursors[bin] + 1, entries)
             batch.put(KEY_BIN_COUNTER + bytes((bin,)), cursors[bin].to_bytes(8, "big"))
         batch.write()
-        self._cursors = cursors
-        for bin in touched:
+        self._cursors[:] = cursors
+        self._index_new(indexed)
+        for bin in appended:
             self._notify(bin)
         return len(new)
+
+    def _index_new(self, entries: list[tuple[bytes, IndexEntry]]) -> None:
+        """Add committed chunks to the address index; if that fails, have it rebuilt at next open."""
+        try:
+            for address, entry in entries:
+                self._index.add(address, entry)
+        except BaseException:
+            self._index.mark_stale()
+            raise
 
     def get(self, address: bytes) -> Chunk:
         """The stored chunk at ``address``; raises ChunkNotFound.
 
         Raises ChunkDamaged if its slot holds something else, and drops the chunk (see _forget).
         """
-        slot, length, bin_id = self._slot_of(address)
+        entry = self._entry_of(address)
         try:
-            return Chunk(address, self._chunk_file.read(slot, length, address))
+            return Chunk(address, self._chunk_file.read(entry.slot, entry.length, address))
         except ChunkDamaged:
-            self._forget(address, bin_id)
+            self._forget(address, entry.bin_id)
             raise
 
     def check_slot(self, address: bytes) -> None:
@@ -346,43 +360,46 @@ class LocalStore:
 
         Cheaper than get: reads only the address at the start of the chunk's slot.
         """
-        slot, _, bin_id = self._slot_of(address)
+        entry = self._entry_of(address)
         try:
-            self._chunk_file.check(slot, address)
+            self._chunk_file.check(entry.slot, address)
         except ChunkDamaged:
-            self._forget(address, bin_id)
+            self._forget(address, entry.bin_id)
             raise
 
-    def _slot_of(self, address: bytes) -> tuple[int, int, int]:
-        """(slot, length, bin ID) of a stored chunk; raises ChunkNotFound."""
-        ref = self._live().get(KEY_CHUNK + address)
-        if ref is None:
+    def _entry_of(self, address: bytes) -> IndexEntry:
+        """Where a stored chunk is; raises ChunkNotFound."""
+        _check_address(address)
+        self._live()
+        entry = self._index.get(address)
+        if entry is None:
             raise ChunkNotFound(address)
-        return _parse_ref(ref)
+        return entry
 
     def _forget(self, address: bytes, bin_id: int) -> None:
-        """Drop a damaged chunk: no index entry, a hole in its bin, one more forgotten.
+        """Drop a damaged chunk: a hole in its bin's pull index, no address index entry.
 
         Its slot stays allocated (slots follow the bin IDs given out); storing the chunk again
         gives it a new bin ID and a new slot.
         """
-        bin = min(proximity(self._overlay, address), MAX_BIN)
-        batch = self._live().write_batch()
-        batch.delete(KEY_CHUNK + address)
-        batch.put(_pull_key(bin, bin_id), b"")
-        batch.put(META_FORGOTTEN, (self._forgotten + 1).to_bytes(8, "big"))
-        batch.write()
-        self._forgotten += 1
+        self._pull_index.punch(min(proximity(self._overlay, address), MAX_BIN), bin_id)
+        try:
+            self._index.remove(address)
+        except BaseException:
+            self._index.mark_stale()
+            raise
 
     def has(self, address: bytes) -> bool:
-        return self._live().get(KEY_CHUNK + address) is not None
+        _check_address(address)
+        self._live()
+        return self._index.get(address) is not None
 
     def __contains__(self, address: object) -> bool:
         return isinstance(address, bytes) and self.has(address)
 
     def __len__(self) -> int:
         """Number of chunks stored: bin IDs given out, less the damaged chunks dropped."""
-        return sum(self._cursors) - self._forgotten
+        return len(self._index)
 
     # -- pull index ----------------------------------------------------------------------------
 
@@ -398,20 +415,14 @@ class LocalStore:
     def iter_bin(self, bin: int, start: int, end: int | None = None) -> Iterator[tuple[int, bytes]]:
         """Yield ``(bin_id, address)`` for bin IDs ``start..end`` (inclusive; no end: to the last).
 
-        Reads a LevelDB snapshot taken at the call: chunks stored meanwhile are not yielded. The
-        holes of dropped damaged chunks are skipped.
+        The range is fixed at the call: chunks stored meanwhile are not yielded. The holes of
+        dropped damaged chunks are skipped.
         """
         _check_bin(bin)
-        db = self._live()
-        start = max(start, 0)
-        if start > MAX_BIN_ID or (end is not None and end < start):
-            return iter(())
-        if end is None:
-            entries = db.iterator(start=_pull_key(bin, start), stop=KEY_PULL + bytes((bin + 1,)))
-        else:
-            stop = _pull_key(bin, min(end, MAX_BIN_ID))
-            entries = db.iterator(start=_pull_key(bin, start), stop=stop, include_stop=True)
-        return ((int.from_bytes(key[-8:], "big"), address) for key, address in entries if address)
+        self._live()
+        last = self._cursors[bin] if end is None else min(end, self._cursors[bin])
+        entries = self._pull_index.read(bin, max(start, 1), last)
+        return ((entry.bin_id, entry.address) for entry in entries)
 
     async def wait_bin(self, bin: int, after: int) -> int:
         """Return ``bin``'s cursor once it is above ``after`` (at once if it already is).

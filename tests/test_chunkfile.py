@@ -106,8 +106,11 @@ def test_a_slot_holding_another_chunk_is_reported_not_served(tmp_path: Path) -> 
     with LocalStore(path, OVERLAY) as store:
         assert store.get(chunks[1].address) == chunks[1]
         assert store.has(chunks[2].address)
-        with pytest.raises(ChunkDamaged, match=f"slot 2 of the chunk file should hold chunk "
-                           f"{chunks[2].address.hex()} but holds {'00' * 32}") as info:
+        with pytest.raises(
+            ChunkDamaged,
+            match=f"slot 2 of the chunk file should hold chunk "
+            f"{chunks[2].address.hex()} but holds {'00' * 32}",
+        ) as info:
             store.get(chunks[2].address)
         assert info.value.address == chunks[2].address and info.value.slot == 2
         assert store.get(chunks[3].address) == chunks[3]
@@ -125,15 +128,19 @@ def test_leveldb_gone_but_chunk_data_left_is_refused_untouched(tmp_path: Path) -
     assert snapshot(path) == files
 
 
-def test_a_version_1_store_is_refused_with_what_to_do(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_store_is_refused_with_what_to_do(tmp_path: Path, version: int) -> None:
     path = tmp_path / "s"
     filled(path, random_chunks(2, seed=10))
     marker = path / MARKER_NAME
     fields = json.loads(marker.read_text())
-    fields["version"] = 1
+    fields["version"] = version
     marker.write_text(json.dumps(fields))
-    with pytest.raises(UnsupportedStoreVersion, match="version 1; this code reads version 2 only "
-                       r"\(an older format: move the directory away"):
+    with pytest.raises(
+        UnsupportedStoreVersion,
+        match=f"version {version}; this code reads version 3 only "
+        r"\(an older format: move the directory away",
+    ):
         LocalStore(path, OVERLAY)
 
 

@@ -38,12 +38,8 @@ from localstore import (
 )
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from localstore.directory import FORMAT_VERSION, MARKER_NAME
-from localstore.store import (
-    KEY_BIN_COUNTER,
-    KEY_CHUNK,
-    KEY_PULL,
-    META_VERSION,
-)
+from localstore.pullindex import ENTRY_SIZE, HOLE_SLOT, pull_file_name
+from localstore.store import KEY_BIN_COUNTER, META_VERSION
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -481,13 +477,17 @@ def test_corrupt_leveldb_is_refused_untouched(store_path: Path, damage: str) -> 
     assert snapshot(store_path) == files
 
 
-def test_inconsistent_pull_index_is_reported(store_path: Path) -> None:
+def test_pull_index_shorter_than_its_cursor_is_reported(store_path: Path) -> None:
     _filled_store(store_path)
-    db = plyvel.DB(str(store_path))
-    last_entry = next(db.iterator(prefix=KEY_PULL, reverse=True, include_value=False))
-    db.delete(last_entry)
-    db.close()
-    with pytest.raises(StoreCorrupt, match="counter"):
+    with LocalStore(store_path, OVERLAY) as store:
+        bin = next(b for b, cursor in enumerate(store.cursors()) if cursor)
+        cursor = store.cursor(bin)
+    pull_file = store_path / pull_file_name(bin)
+    os.truncate(pull_file, (cursor - 1) * ENTRY_SIZE)
+    with pytest.raises(StoreCorrupt, match=f"{pull_file_name(bin)} holds {cursor - 1} whole entries"):
+        LocalStore(store_path, OVERLAY)
+    pull_file.unlink()
+    with pytest.raises(StoreCorrupt, match=f"{pull_file_name(bin)} of bin {bin} is missing"):
         LocalStore(store_path, OVERLAY)
 
 
@@ -819,36 +819,37 @@ def test_sigkill_while_writing_leaves_a_consistent_store(store_path: Path) -> No
 
     db = plyvel.DB(str(store_path))
     try:
-        refs = {key[1:]: value for key, value in db.iterator(prefix=KEY_CHUNK)}
-        entries = [
-            (key[1], int.from_bytes(key[2:], "big"), value) for key, value in db.iterator(prefix=KEY_PULL)
-        ]
         counters = {
             key[1]: int.from_bytes(value, "big") for key, value in db.iterator(prefix=KEY_BIN_COUNTER)
         }
     finally:
         db.close()
-    assert len(refs) > 1000, "the writer should have stored a good number of chunks"
-    slots = sorted(int.from_bytes(ref[:8], "big") for ref in refs.values())
-    assert slots == list(range(len(refs))), "slots are handed out in order, each once"
+    entries = []  # (bin, bin ID, address, slot, length) of every committed chunk
+    for bin, cursor in counters.items():
+        raw = (store_path / pull_file_name(bin)).read_bytes()
+        assert len(raw) >= cursor * ENTRY_SIZE, "a bin's pull index has an entry for each bin ID"
+        for bin_id in range(1, cursor + 1):
+            entry = raw[(bin_id - 1) * ENTRY_SIZE : bin_id * ENTRY_SIZE]
+            slot, length = int.from_bytes(entry[32:38], "big"), int.from_bytes(entry[38:], "big")
+            assert slot != HOLE_SLOT, "no chunk was dropped"
+            entries.append((bin, bin_id, entry[:32], slot, length))
+    assert len(entries) > 1000, "the writer should have stored a good number of chunks"
+    slots = sorted(slot for *_, slot, _ in entries)
+    assert slots == list(range(len(entries))), "slots are handed out in order, each once"
     chunk_file = (store_path / CHUNK_FILE_NAME).read_bytes()
     chunks = {}
-    for address, ref in refs.items():
-        slot, length = int.from_bytes(ref[:8], "big"), int.from_bytes(ref[8:10], "big")
+    for _, _, address, slot, length in entries:
         record = chunk_file[slot * SLOT_SIZE : slot * SLOT_SIZE + 32 + length]
         assert record[:32] == address, f"slot {slot} holds its chunk's address"
         chunks[address] = record[32:]
-    indexed = [address for _, _, address in entries]
-    assert sorted(indexed) == sorted(chunks), "every chunk indexed exactly once, every entry stored"
+    assert len(chunks) == len(entries), "every chunk indexed exactly once"
     for address, data in chunks.items():
         assert bmt_address(data[8:], int.from_bytes(data[:8], "little")) == address
-    for bin in range(BINS):
-        ids = [bin_id for b, bin_id, _ in entries if b == bin]
-        assert ids == list(range(1, len(ids) + 1))
-        assert counters.get(bin, 0) == (ids[-1] if ids else 0)
-    for bin, bin_id, address in entries:
+    for bin, _, address, _, _ in entries:
         assert bin == naive_bin(OVERLAY, address)
-        assert int.from_bytes(refs[address][10:], "big") == bin_id, "the index names the chunk's bin ID"
     with LocalStore(store_path, OVERLAY) as store:
         assert len(store) == len(chunks)
         assert store.cursors() == [counters.get(b, 0) for b in range(BINS)]
+        for address, data in chunks.items():
+            assert store.get(address).data == data, "the rebuilt address index finds each chunk"
+        assert [a for b, _, a, _, _ in entries if b == 0] == [a for _, a in store.iter_bin(0, 1)]

@@ -1,0 +1,154 @@
+"""PullIndex: each bin's pull index as an append-only file of fixed-size entries.
+
+Bin IDs in a bin are 1, 2, 3, ... with no gaps, so the pull index of a bin needs no keys: the
+entry of bin ID ``n`` of bin ``b`` is at byte ``(n - 1) * ENTRY_SIZE`` of the file ``PULL-bb``
+(two decimal digits). An entry is ``address (32) || slot (6) || length (2)``, integers
+big-endian: which chunk got that bin ID, and where its data is in the chunk file
+(localstore/chunkfile.py). A chunk found damaged and dropped leaves a *hole*: its entry's slot
+field is all ones (``HOLE_SLOT``) and its address all zeros.
+
+These files are the store's record of which chunks it holds; the address index
+(localstore/addressindex.py) is derived from them. Entries are written before the LevelDB batch
+that raises their bins' cursors, so a crash in between leaves entries past a cursor, which
+``open`` cuts off, like the chunk file's uncommitted tail. Why files and not LevelDB keys:
+appends of keys spread over 32 bins overlap every table LevelDB has, so each compaction rewrote
+all of them through mmapped pages that count in the node's memory (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from localstore.chunk import ADDRESS_SIZE
+from localstore.errors import StoreCorrupt
+
+__all__ = ["ENTRY_SIZE", "HOLE_SLOT", "PullEntry", "PullIndex", "pull_file_name"]
+
+SLOT_BYTES = 6
+LENGTH_BYTES = 2
+ENTRY_SIZE = ADDRESS_SIZE + SLOT_BYTES + LENGTH_BYTES
+HOLE_SLOT = 2 ** (8 * SLOT_BYTES) - 1
+_HOLE = bytes(ADDRESS_SIZE) + HOLE_SLOT.to_bytes(SLOT_BYTES, "big") + bytes(LENGTH_BYTES)
+READ_BLOCK = 512
+"""Entries read per pread when iterating a range (20 KiB)."""
+
+
+def pull_file_name(bin: int) -> str:
+    return f"PULL-{bin:02d}"
+
+
+@dataclass(frozen=True, slots=True)
+class PullEntry:
+    """One stored chunk as its bin's pull index records it."""
+
+    bin_id: int
+    address: bytes
+    slot: int
+    length: int
+
+
+def encode_entry(address: bytes, slot: int, length: int) -> bytes:
+    if len(address) != ADDRESS_SIZE:
+        raise ValueError(f"address is {len(address)} bytes, not {ADDRESS_SIZE}")
+    if not 0 <= slot < HOLE_SLOT:
+        raise ValueError(f"slot {slot} is outside 0..{HOLE_SLOT - 1}")
+    return address + slot.to_bytes(SLOT_BYTES, "big") + length.to_bytes(LENGTH_BYTES, "big")
+
+
+def decode_entries(raw: bytes, first_bin_id: int) -> Iterator[PullEntry]:
+    """The entries in ``raw`` (whole entries, the first with ``first_bin_id``), holes skipped."""
+    for index in range(len(raw) // ENTRY_SIZE):
+        at = index * ENTRY_SIZE
+        slot = int.from_bytes(raw[at + ADDRESS_SIZE : at + ADDRESS_SIZE + SLOT_BYTES], "big")
+        if slot == HOLE_SLOT:
+            continue
+        length = int.from_bytes(raw[at + ADDRESS_SIZE + SLOT_BYTES : at + ENTRY_SIZE], "big")
+        yield PullEntry(first_bin_id + index, raw[at : at + ADDRESS_SIZE], slot, length)
+
+
+class PullIndex:
+    """The ``PULL-bb`` files of one store directory. Not thread-safe; the store serialises access."""
+
+    def __init__(self, directory: str, cursors: Sequence[int]) -> None:
+        """Open the pull files of a store whose bins have the given cursors (highest bin IDs).
+
+        A bin with chunks whose file is missing or shorter than its cursor needs is corruption;
+        entries past a cursor were written by a put that never committed and are cut off.
+        """
+        self._directory = directory
+        self._fds: dict[int, int] = {}
+        try:
+            for bin, cursor in enumerate(cursors):
+                self._open_bin(bin, cursor)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_bin(self, bin: int, cursor: int) -> None:
+        name = pull_file_name(bin)
+        path = os.path.join(self._directory, name)
+        if cursor == 0:
+            if os.path.exists(path):
+                os.truncate(path, 0)
+            return
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            raise StoreCorrupt(
+                self._directory, f"the pull index file {name} of bin {bin} is missing"
+            ) from None
+        self._fds[bin] = fd
+        size = os.fstat(fd).st_size
+        needed = cursor * ENTRY_SIZE
+        if size < needed:
+            raise StoreCorrupt(
+                self._directory,
+                f"{name} holds {size // ENTRY_SIZE} whole entries but bin {bin}'s cursor is {cursor}",
+            )
+        if size > needed:
+            os.ftruncate(fd, needed)
+
+    def _fd(self, bin: int) -> int:
+        fd = self._fds.get(bin)
+        if fd is None:
+            path = os.path.join(self._directory, pull_file_name(bin))
+            fd = self._fds[bin] = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return fd
+
+    def close(self) -> None:
+        """Close every file. Idempotent."""
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+    def append(self, bin: int, first_bin_id: int, entries: Sequence[bytes]) -> None:
+        """Write encoded ``entries`` (see encode_entry) for bin IDs from ``first_bin_id`` on."""
+        if not entries:
+            return
+        buffer = memoryview(b"".join(entries))
+        offset = (first_bin_id - 1) * ENTRY_SIZE
+        fd = self._fd(bin)
+        while buffer:
+            written = os.pwrite(fd, buffer, offset)
+            buffer, offset = buffer[written:], offset + written
+
+    def punch(self, bin: int, bin_id: int) -> None:
+        """Turn the entry of ``bin_id`` into a hole."""
+        os.pwrite(self._fd(bin), _HOLE, (bin_id - 1) * ENTRY_SIZE)
+
+    def read(self, bin: int, start: int, end: int) -> Iterator[PullEntry]:
+        """Yield the entries of bin IDs ``start..end`` (inclusive, ``1 <= start``, ``end`` at most
+        the bin's cursor), holes skipped, reading ``READ_BLOCK`` entries at a time."""
+        if end < start:
+            return
+        fd = self._fd(bin)
+        for block_start in range(start, end + 1, READ_BLOCK):
+            count = min(READ_BLOCK, end + 1 - block_start)
+            raw = os.pread(fd, count * ENTRY_SIZE, (block_start - 1) * ENTRY_SIZE)
+            if len(raw) != count * ENTRY_SIZE:
+                raise StoreCorrupt(
+                    self._directory, f"{pull_file_name(bin)} ends before bin ID {block_start + count - 1}"
+                )
+            yield from decode_entries(raw, block_start)

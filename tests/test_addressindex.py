@@ -1,0 +1,178 @@
+"""AddressIndex, the extendible hash file address -> (slot, length, bin ID), against a dict."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from localstore.addressindex import (
+    BUCKET_CAPACITY,
+    INDEX_FILE_NAME,
+    PAGE_SIZE,
+    AddressIndex,
+    IndexEntry,
+)
+
+
+def address(n: int) -> bytes:
+    return hashlib.sha256(n.to_bytes(8, "big")).digest()
+
+
+def entry(n: int) -> IndexEntry:
+    return IndexEntry(slot=n, length=8 + n % 4097, bin_id=n // 3 + 1)
+
+
+def build(directory: Path, numbers: range | list[int]) -> AddressIndex:
+    return AddressIndex.build(str(directory), ((address(n), entry(n)) for n in numbers))
+
+
+def test_build_get_and_reopen_across_many_splits(tmp_path: Path) -> None:
+    count = 40 * BUCKET_CAPACITY
+    index = build(tmp_path, range(count))
+    assert len(index) == count
+    assert all(index.get(address(n)) == entry(n) for n in range(count))
+    assert index.get(address(count)) is None
+    pages = (tmp_path / INDEX_FILE_NAME).stat().st_size // PAGE_SIZE - 1
+    assert 40 <= pages <= 120, "buckets are split as they fill, about 70 % full"
+    index.close(slots=count)
+    reopened = AddressIndex.open(str(tmp_path), slots=count)
+    assert reopened is not None and len(reopened) == count
+    assert all(reopened.get(address(n)) == entry(n) for n in range(0, count, 7))
+    reopened.add(address(count), entry(count))
+    assert reopened.get(address(count)) == entry(count)
+    reopened.close(slots=count + 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.integers(0, 600)),
+            st.tuples(st.just("remove"), st.integers(0, 600)),
+            st.tuples(st.just("reopen"), st.just(0)),
+        ),
+        max_size=400,
+    )
+)
+def test_property_index_matches_a_dict(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int]]
+) -> None:
+    directory = tmp_path_factory.mktemp("index")
+    index = AddressIndex.build(str(directory), [])
+    model: dict[bytes, IndexEntry] = {}
+    try:
+        for op, n in ops:
+            if op == "add" and address(n) not in model:
+                index.add(address(n), entry(n))
+                model[address(n)] = entry(n)
+            elif op == "remove":
+                assert index.remove(address(n)) == (address(n) in model)
+                model.pop(address(n), None)
+            elif op == "reopen":
+                index.close(slots=len(model))
+                reopened = AddressIndex.open(str(directory), slots=len(model))
+                assert reopened is not None
+                index = reopened
+            assert len(index) == len(model)
+        for n in range(601):
+            assert index.get(address(n)) == model.get(address(n))
+    finally:
+        index.close(slots=len(model))
+
+
+def test_open_refuses_what_must_be_rebuilt(tmp_path: Path) -> None:
+    assert AddressIndex.open(str(tmp_path), slots=0) is None, "no file"
+    index = build(tmp_path, range(300))
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    shutil.copy(tmp_path / INDEX_FILE_NAME, crashed / INDEX_FILE_NAME)
+    assert AddressIndex.open(str(crashed), slots=300) is None, "copied while open: not closed cleanly"
+    index.close(slots=300)
+    assert AddressIndex.open(str(tmp_path), slots=299) is None, "closed at another slot count"
+    reopened = AddressIndex.open(str(tmp_path), slots=300)
+    assert reopened is not None
+    shutil.copy(tmp_path / INDEX_FILE_NAME, crashed / INDEX_FILE_NAME)
+    assert AddressIndex.open(str(crashed), slots=300) is None, "an open index is marked not clean on disk"
+    reopened.close(slots=300)
+
+
+@pytest.mark.parametrize("damage", ["magic", "bucket-count", "bucket-depth", "truncated", "lost-bucket"])
+def test_a_damaged_file_is_rebuilt_not_trusted(tmp_path: Path, damage: str) -> None:
+    build(tmp_path, range(500)).close(slots=500)
+    path = tmp_path / INDEX_FILE_NAME
+    raw = bytearray(path.read_bytes())
+    if damage == "magic":
+        raw[0] ^= 0xFF
+    elif damage == "bucket-count":
+        raw[PAGE_SIZE + 1] ^= 1
+    elif damage == "bucket-depth":
+        raw[PAGE_SIZE + 2] = 40
+    elif damage == "truncated":
+        del raw[-100:]
+    else:
+        del raw[-PAGE_SIZE:]
+    path.write_bytes(bytes(raw))
+    assert AddressIndex.open(str(tmp_path), slots=500) is None
+
+
+def test_every_build_draws_its_own_hash_key(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    build(tmp_path / "a", range(20)).close(slots=20)
+    build(tmp_path / "b", range(20)).close(slots=20)
+    key_a = (tmp_path / "a" / INDEX_FILE_NAME).read_bytes()[8:24]
+    key_b = (tmp_path / "b" / INDEX_FILE_NAME).read_bytes()[8:24]
+    assert key_a != key_b and len(set(key_a)) > 1
+
+
+def test_a_failed_build_leaves_no_file(tmp_path: Path) -> None:
+    def entries() -> object:
+        yield address(1), entry(1)
+        raise OSError("the pull index could not be read")
+
+    with pytest.raises(OSError, match="could not be read"):
+        AddressIndex.build(str(tmp_path), entries())  # type: ignore[arg-type]
+    assert os.listdir(tmp_path) == []
+
+
+# -- the store's use of it --------------------------------------------------------------------------
+
+UNCLEAN_STOP = """
+import os, sys
+from localstore import LocalStore
+from tests.test_localstore import OVERLAY, random_chunks
+store = LocalStore(sys.argv[1], OVERLAY)
+chunks = random_chunks(200, seed=3)
+store.put_many(chunks[:100])
+for chunk in chunks[100:]:
+    store.put(chunk)
+os._exit(0)  # no close: the address index is left marked not clean
+"""
+
+
+def test_the_store_rebuilds_its_index_after_an_unclean_stop_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import subprocess
+    import sys
+
+    from localstore import LocalStore
+    from tests.test_localstore import OVERLAY, random_chunks
+
+    path = tmp_path / "s"
+    subprocess.run([sys.executable, "-c", UNCLEAN_STOP, str(path)], check=True, timeout=60)
+    chunks = random_chunks(200, seed=3)
+    with caplog.at_level("INFO", logger="localstore.store"), LocalStore(path, OVERLAY) as store:
+        assert len(store) == 200
+        assert all(store.get(chunk.address) == chunk for chunk in chunks)
+    assert "rebuilt the address index of 200 chunks" in caplog.text
+    caplog.clear()
+    with caplog.at_level("INFO", logger="localstore.store"), LocalStore(path, OVERLAY) as store:
+        assert len(store) == 200 and store.has(chunks[0].address)
+    assert "rebuilt" not in caplog.text, "a cleanly closed index is used as it is"
