@@ -2,9 +2,13 @@
 
 Makes ``--chunks`` random full 4 KiB chunks in advance, stores them into a fresh temporary store
 with put(), and again into another fresh store with put_many() in batches of ``--batch``, then
-reads every chunk back from it in random order; prints one JSON line: {"chunks", "puts_per_s",
-"put_many_per_s", "verify_per_s", "write_only_per_s" (put_many's rate with the verification time
-taken out), "gets_per_s", "batch", "backend"}.
+reads every chunk back from it in random order and looks up as many absent addresses (what most
+offered hashes are to a downstream). Then reopens that store as after a clean close, and again
+after deleting its address index, as after a crash, which rebuilds it from the pull index.
+Prints one JSON line: {"chunks", "puts_per_s", "put_many_per_s", "verify_per_s",
+"write_only_per_s" (put_many into a third store with Chunk.verify replaced by a no-op in this
+process: the store's own cost), "gets_per_s",
+"misses_per_s", "open_s", "rebuild_open_s", "batch", "backend"}.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import random
 import tempfile
 import time
 
 from localstore import KECCAK_BACKEND, Chunk, LocalStore
+from localstore.addressindex import INDEX_FILE_NAME
 
 
 def main() -> None:
@@ -51,6 +57,29 @@ def main() -> None:
             for address in addresses:
                 store.get(address)
             get_s = time.perf_counter() - started
+            absent = [os.urandom(32) for _ in addresses]
+            started = time.perf_counter()
+            for address in absent:
+                store.has(address)
+            miss_s = time.perf_counter() - started
+        verify = Chunk.verify
+        Chunk.verify = lambda self: None  # type: ignore[method-assign]
+        try:
+            with LocalStore(os.path.join(tmp, "write_only"), overlay) as store:
+                started = time.perf_counter()
+                for i in range(0, len(chunks), args.batch):
+                    store.put_many(chunks[i : i + args.batch])
+                write_only_s = time.perf_counter() - started
+        finally:
+            Chunk.verify = verify  # type: ignore[method-assign]
+        started = time.perf_counter()
+        with LocalStore(os.path.join(tmp, "put_many"), overlay) as store:
+            open_s = time.perf_counter() - started
+        pathlib.Path(tmp, "put_many", INDEX_FILE_NAME).unlink()
+        started = time.perf_counter()
+        with LocalStore(os.path.join(tmp, "put_many"), overlay) as store:
+            rebuild_s = time.perf_counter() - started
+            assert len(store) == len(chunks)
 
     print(
         json.dumps(
@@ -59,8 +88,11 @@ def main() -> None:
                 "puts_per_s": round(len(chunks) / put_s),
                 "put_many_per_s": round(len(chunks) / put_many_s),
                 "verify_per_s": round(len(chunks) / verify_s),
-                "write_only_per_s": round(len(chunks) / max(put_many_s - verify_s, 1e-9)),
+                "write_only_per_s": round(len(chunks) / write_only_s),
                 "gets_per_s": round(len(chunks) / get_s),
+                "misses_per_s": round(len(chunks) / miss_s),
+                "open_s": round(open_s, 3),
+                "rebuild_open_s": round(rebuild_s, 3),
                 "batch": args.batch,
                 "backend": KECCAK_BACKEND,
             }

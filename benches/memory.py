@@ -15,9 +15,10 @@ peak RSS, the preload time and the downstream's log events}.
 
 Reading the numbers: RssAnon is the process's own memory (Python objects, LevelDB memtables
 and block cache). RssFile is file pages mapped into the process: shared libraries, and LevelDB's
-index tables (LevelDB 1.22, as bundled with plyvel, mmaps up to 1000 table files for reading, and
-every page that a lookup or a compaction touched counts until the file is deleted). Chunk data is
-read with pread from the store's slot file, so it is page cache but not RSS (docs/performance.md).
+tables (LevelDB 1.22, as bundled with plyvel, mmaps its table files for reading, and every page
+that a lookup or a compaction touched counts until the file is deleted). Since store format 3
+LevelDB holds only cursors and sync state; chunk data, pull index and address index are files read
+and written with pread/pwrite, so they are page cache but not RSS (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from benches.sync import (
 from swarm.testing import NodeProcess, preload
 
 # VmRSS = RssAnon (heap: Python objects, LevelDB memtables and caches) + RssFile (mapped files:
-# libraries, and LevelDB's index tables, which it mmaps for reading) + RssShmem.
+# libraries, and LevelDB's tables, which it mmaps for reading) + RssShmem.
 SAMPLED = ("VmRSS", "RssAnon", "RssFile")
 
 

@@ -1,4 +1,4 @@
-"""Chunks, BMT hashing and the LevelDB chunk store with its per-bin pull index."""
+"""Chunks, BMT hashing and the chunk store: slot file, per-bin pull index, address index, LevelDB state."""
 
 from localstore.bmt import KECCAK_BACKEND, bmt_address, keccak256
 from localstore.chunk import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk

@@ -224,6 +224,9 @@ class AddressIndex:
         at = _find(page, address)
         return None if at < 0 else _decode(page, at)
 
+    def __contains__(self, address: object) -> bool:
+        return isinstance(address, bytes) and _find(self._read(self._page_of(address)), address) >= 0
+
     def add(self, address: bytes, entry: IndexEntry) -> None:
         """Add ``address``, which must not be in the index yet."""
         while True:

@@ -278,7 +278,7 @@ class LocalStore:
         chunk.verify()
         db = self._live()
         address = chunk.address
-        if self._index.get(address) is not None:
+        if address in self._index:
             return False
         bin = min(proximity(self._overlay, address), MAX_BIN)
         bin_id = self._cursors[bin] + 1
@@ -311,7 +311,7 @@ class LocalStore:
         seen: set[bytes] = set()
         for chunk in chunks:
             address = chunk.address
-            if address in seen or index.get(address) is not None:
+            if address in seen or address in index:
                 continue
             seen.add(address)
             bin = min(proximity(overlay, address), MAX_BIN)
@@ -392,7 +392,7 @@ class LocalStore:
     def has(self, address: bytes) -> bool:
         _check_address(address)
         self._live()
-        return self._index.get(address) is not None
+        return address in self._index
 
     def __contains__(self, address: object) -> bool:
         return isinstance(address, bytes) and self.has(address)

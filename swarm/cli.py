@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,6 @@ import trio
 
 from localstore.cache import DEFAULT_CACHE_BYTES
 from swarm import __version__
-from swarm.cli_client import cmd_download, cmd_sync_status, cmd_topology, cmd_upload
 from swarm.cli_common import (
     CliError,
     add_data_dir_option,
@@ -31,6 +31,19 @@ from swarm.cli_common import (
 from swarm.localswarm import LocalSwarmError
 
 __all__ = ["CliError", "build_parser", "main"]
+
+
+def _client_command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The client command ``name`` of swarm.cli_client, imported when it runs (it needs httpx,
+    which `swarm node` does not: importing it would add a tenth to the node's start-up)."""
+
+    def run(args: argparse.Namespace) -> int:
+        from swarm import cli_client
+
+        command: Callable[[argparse.Namespace], int] = getattr(cli_client, name)
+        return command(args)
+
+    return run
 
 
 # -- swarm version ----------------------------------------------------------------------------
@@ -235,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     add_target_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_upload)
+    p.set_defaults(func=_client_command("cmd_upload"))
 
     p = sub.add_parser(
         "download",
@@ -247,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
     add_target_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_download)
+    p.set_defaults(func=_client_command("cmd_download"))
 
     p = sub.add_parser(
         "sync-status",
@@ -259,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_target_options(p, allow_all=True)
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.set_defaults(func=cmd_sync_status)
+    p.set_defaults(func=_client_command("cmd_sync_status"))
 
     p = sub.add_parser(
         "topology",
@@ -268,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_target_options(p)
     p.add_argument("--json", action="store_true", help="print the /topology JSON instead of a table")
-    p.set_defaults(func=cmd_topology)
+    p.set_defaults(func=_client_command("cmd_topology"))
 
     from swarm.sim import add_sim_parser
 

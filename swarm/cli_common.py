@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_API = "http://127.0.0.1:1633"
 
@@ -42,6 +43,8 @@ def mebibytes(text: str) -> int:
 
 def api_get(url: str, path: str) -> Any:
     """GET a JSON document from a node's API, turning failures into one clear line."""
+    import httpx  # imported here: `swarm node` never needs it, and it takes a tenth of its start-up
+
     try:
         response = httpx.get(url.rstrip("/") + path, timeout=10.0)
     except httpx.HTTPError as exc:

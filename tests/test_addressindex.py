@@ -82,6 +82,7 @@ def test_property_index_matches_a_dict(
             assert len(index) == len(model)
         for n in range(601):
             assert index.get(address(n)) == model.get(address(n))
+            assert (address(n) in index) == (address(n) in model)
     finally:
         index.close(slots=len(model))
 
