@@ -5,8 +5,8 @@ Why not in LevelDB: LevelDB rewrites every value at each level it compacts into,
 touched count in the node's resident memory until the table is deleted. With 4 KiB payloads in
 the tables a store of 200,000 chunks drove peak RSS to 2.5x that of 20,000 (docs/performance.md).
 Here every chunk is written once, at its slot, and read with ``pread``: the kernel's page cache
-holds the file, not the process. LevelDB keeps only the small index (address -> slot, length,
-bin ID) and the pull index.
+holds the file, not the process. Where each chunk is, is recorded by the pull index
+(localstore/pullindex.py) and the address index (localstore/addressindex.py).
 
 Slot ``n`` starts at byte ``n * SLOT_SIZE`` and holds ``address (32) || span (8) || payload``,
 zero-padded to the slot size. The address in the slot lets a read prove it found the right
@@ -16,8 +16,8 @@ overwritten reads back as another address, and raises ChunkDamaged instead of be
 Chunks are never deleted, so slots are handed out in order and the next free slot is the
 number of bin IDs the store has given out: no free list, nothing else to persist (a damaged
 chunk that is dropped keeps its slot). Slots are written *before* the LevelDB
-batch that indexes them, so a crash in between leaves only unindexed bytes past the last
-indexed slot, which ``open`` cuts off.
+batch that commits them (it raises the bins' cursors), so a crash in between leaves only
+uncommitted bytes past the last committed slot, which ``open`` cuts off.
 """
 
 from __future__ import annotations

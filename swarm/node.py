@@ -1,11 +1,12 @@
 """The node: one process, one trio nursery, a few services composed in one place.
 
 State lives under one data directory: `node.key` (the identity, kept when the store is wiped),
-`localstore/` (the LevelDB chunk store, pull index and sync state) and `node.json` (the ports
-chosen at start-up, for scripts). Services: the TCP listener; the Kademlia connection manager
-(dials suggested peers, prunes over-saturated bins) and the bootnode diallers; gossip; one `Peer`
-per connection (streamer connection, upstream server, puller, retrieve requests); the node-wide
-`Puller` (sync by depth), `Retrieval` and the HTTP API.
+`localstore/` (the chunk store: chunk data, pull and address indexes, and a LevelDB for
+cursors and sync state) and `node.json` (the ports chosen at start-up, for scripts). Services:
+the TCP listener; the Kademlia connection manager (dials suggested peers, prunes over-saturated
+bins) and the bootnode diallers; gossip; one `Peer` per connection (streamer connection,
+upstream server, puller, retrieve requests); the node-wide `Puller` (sync by depth), `Retrieval`
+and the HTTP API.
 """
 
 from __future__ import annotations
