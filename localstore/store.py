@@ -1,20 +1,6 @@
 """LocalStore: the node's store directory: chunks, their per-bin pull index and state.
 
-A store directory holds four kinds of files, each written by the module named:
-
-    CHUNKS          chunk data in fixed-size slots (localstore/chunkfile.py)
-    PULL-00..31     each bin's pull index: bin ID -> address, slot, length (localstore/pullindex.py)
-    ADDRESSES       address -> slot, length, bin ID, a hash file derived from the pull index
-                    (localstore/addressindex.py)
-    LevelDB files   the metadata, the bins' cursors and other components' state (this module)
-
-LevelDB key layout (every key starts with a one-byte namespace; integers big-endian)::
-
-    b"m" b"version"              format version, 8 bytes (FORMAT_VERSION)
-    b"m" b"overlay"              the owning node's 32-byte overlay address
-    b"m" b"epoch"                creation time, ns since the Unix epoch, 8 bytes
-    b"b" bin(1)                  bin counter: the highest bin ID given out in ``bin``, 8 bytes
-    b"s" key                     state namespace of other components (interval sets, ...)
+Its files, their LevelDB keys and how they are opened together are in localstore/storefiles.py.
 
 ``bin = min(proximity(overlay, address), 31)``; bin IDs start at 1 and grow by 1 per chunk
 stored in the bin, so a bin's counter is its *cursor*. Chunks are never deleted, so slots are
@@ -28,24 +14,11 @@ hole and its address leaves the index, so it reads as missing and can be synced 
 Only the cursors and small state live in LevelDB, because LevelDB 1.22 (bundled with plyvel)
 reads its tables through mmap: per-chunk keys made its compactions' working set, and so the
 node's resident memory, grow with the store (docs/performance.md).
-
-Beside the other files the directory holds ``LOCALSTORE``, a small JSON marker
-(``{"format": ..., "version": ..., "overlay": ...}``) written before the LevelDB is created. It
-answers "is this directory ours, in a format we read, for this overlay?" *without opening the
-LevelDB*, because LevelDB modifies a directory on every open attempt (it rotates its LOG, takes
-its LOCK, rewrites its MANIFEST on success). A directory without the marker is never opened, so
-foreign and non-LevelDB directories are left untouched; a failed open of one of our own
-directories (corruption) is undone (LOG restored, new files removed). The marker also carries a
-``flock`` for the store's lifetime: LevelDB 1.22 drops its own POSIX lock when the same process
-tries to open a directory twice, so a second opener, in this process or another, is turned
-away before LevelDB is asked. The LevelDB metadata stays the authority; the two must agree.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -53,34 +26,30 @@ from dataclasses import dataclass
 import plyvel
 import trio
 
-from localstore.addressindex import AddressIndex, IndexEntry
+from localstore.addressindex import IndexEntry
 from localstore.chunk import ADDRESS_SIZE, Chunk
-from localstore.chunkfile import ChunkFile
-from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
-from localstore.errors import (
-    ChunkDamaged,
-    ChunkNotFound,
-    StoreClosed,
-    StoreCorrupt,
-    UnsupportedStoreVersion,
+from localstore.directory import FORMAT_VERSION
+from localstore.errors import ChunkDamaged, ChunkNotFound, StoreClosed
+from localstore.pullindex import encode_entry
+from localstore.storefiles import (
+    BINS,
+    KEY_BIN_COUNTER,
+    KEY_STATE,
+    MAX_BIN,
+    META_VERSION,
+    StoreFiles,
 )
-from localstore.pullindex import PullIndex, encode_entry
 from pot import proximity
 
-__all__ = ["BINS", "FORMAT_VERSION", "MAX_BIN", "LocalStore", "StoreStatistics"]
-
-MAX_BIN = 31
-"""Bins are capped at PO 31: every chunk at least that close to the overlay shares bin 31."""
-BINS = MAX_BIN + 1
-
-KEY_META = b"m"
-KEY_BIN_COUNTER = b"b"
-KEY_STATE = b"s"
-META_VERSION = KEY_META + b"version"
-META_OVERLAY = KEY_META + b"overlay"
-META_EPOCH = KEY_META + b"epoch"
-
-log = logging.getLogger(__name__)
+__all__ = [
+    "BINS",
+    "FORMAT_VERSION",
+    "KEY_BIN_COUNTER",
+    "MAX_BIN",
+    "META_VERSION",
+    "LocalStore",
+    "StoreStatistics",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,29 +71,6 @@ def _check_address(address: bytes) -> None:
         raise ValueError(f"address is {len(address)} bytes, not {ADDRESS_SIZE}")
 
 
-@dataclass(slots=True)
-class _Files:
-    """What an open store holds open, released together (by close or by the finalizer)."""
-
-    db: plyvel.DB
-    chunk_file: ChunkFile
-    pull_index: PullIndex
-    index: AddressIndex
-    lock_fd: int
-    cursors: list[int]
-
-    def release(self) -> None:
-        """Close everything, marking the address index clean, then drop the directory lock last
-        (so no other opener slips in between)."""
-        try:
-            self.index.close(sum(self.cursors))
-        finally:
-            self.db.close()
-            self.chunk_file.close()
-            self.pull_index.close()
-            os.close(self.lock_fd)
-
-
 class LocalStore:
     """Chunks, their per-bin pull index, the store epoch and a key-value state namespace.
 
@@ -136,91 +82,15 @@ class LocalStore:
             raise ValueError(f"overlay must be {ADDRESS_SIZE} bytes, got {overlay!r}")
         self._path = os.path.abspath(os.fspath(path))
         self._overlay = overlay
-        self._cursors = [0] * BINS
         self._waiters: dict[int, trio.Event] = {}
-        self._db: plyvel.DB | None = None
-        lock_fd = claim_directory(self._path, overlay)
-        db: plyvel.DB | None = None
-        chunk_file: ChunkFile | None = None
-        pull_index: PullIndex | None = None
-        try:
-            db = open_leveldb(self._path)
-            self._epoch = self._load_metadata(db)
-            self._cursors = self._load_cursors(db)
-            chunk_file = ChunkFile(self._path, sum(self._cursors))
-            pull_index = PullIndex(self._path, self._cursors)
-            index = AddressIndex.open(self._path, sum(self._cursors)) or self._build_index(pull_index)
-        except BaseException:
-            for opened in (pull_index, chunk_file, db):
-                if opened is not None:
-                    opened.close()
-            os.close(lock_fd)
-            raise
-        self._db = db
-        self._chunk_file = chunk_file
-        self._pull_index = pull_index
-        self._index = index
-        files = _Files(db, chunk_file, pull_index, index, lock_fd, self._cursors)
+        files = StoreFiles.open(self._path, overlay)
+        self._db: plyvel.DB | None = files.db
+        self._chunk_file = files.chunk_file
+        self._pull_index = files.pull_index
+        self._index = files.index
+        self._cursors = files.cursors
+        self._epoch = files.epoch
         self._finalizer = weakref.finalize(self, files.release)
-
-    # -- opening -------------------------------------------------------------------------------
-
-    def _load_metadata(self, db: plyvel.DB) -> int:
-        """Return the epoch, writing the metadata first if the LevelDB is brand new."""
-        path = self._path
-        try:
-            version = db.get(META_VERSION)
-            if version is None:
-                if next(db.iterator(include_value=False), None) is not None:
-                    raise StoreCorrupt(path, "the LevelDB holds data but no localstore metadata")
-                epoch = time.time_ns()
-                batch = db.write_batch(sync=True)
-                batch.put(META_VERSION, FORMAT_VERSION.to_bytes(8, "big"))
-                batch.put(META_OVERLAY, self._overlay)
-                batch.put(META_EPOCH, epoch.to_bytes(8, "big"))
-                batch.write()
-                return epoch
-            overlay = db.get(META_OVERLAY)
-            epoch_bytes = db.get(META_EPOCH)
-        except plyvel.Error as exc:
-            raise StoreCorrupt(path, f"reading metadata failed: {plyvel_message(exc)}") from exc
-        if int.from_bytes(version, "big") != FORMAT_VERSION:
-            raise UnsupportedStoreVersion(path, int.from_bytes(version, "big"), FORMAT_VERSION)
-        if overlay != self._overlay:
-            found = overlay.hex() if overlay is not None else "none"
-            raise StoreCorrupt(path, f"the LevelDB metadata names overlay {found}, the marker another")
-        if epoch_bytes is None or len(epoch_bytes) != 8:
-            raise StoreCorrupt(path, "the LevelDB metadata has no valid epoch")
-        return int.from_bytes(epoch_bytes, "big")
-
-    def _load_cursors(self, db: plyvel.DB) -> list[int]:
-        """Read every bin's counter (its cursor)."""
-        cursors = [0] * BINS
-        try:
-            for bin in range(BINS):
-                raw = db.get(KEY_BIN_COUNTER + bytes((bin,)))
-                if raw is not None:
-                    cursors[bin] = int.from_bytes(raw, "big")
-        except plyvel.Error as exc:
-            raise StoreCorrupt(self._path, f"reading the bin counters failed: {plyvel_message(exc)}") from exc
-        return cursors
-
-    def _build_index(self, pull_index: PullIndex) -> AddressIndex:
-        """Build the address index from the pull index (after a crash, or if it is missing)."""
-        started = time.perf_counter()
-        entries = (
-            (entry.address, IndexEntry(entry.slot, entry.length, entry.bin_id))
-            for bin, cursor in enumerate(self._cursors)
-            for entry in pull_index.read(bin, 1, cursor)
-        )
-        index = AddressIndex.build(self._path, entries)
-        log.info(
-            "store %s: rebuilt the address index of %d chunks in %.2f s (it was not closed cleanly)",
-            self._path,
-            len(index),
-            time.perf_counter() - started,
-        )
-        return index
 
     # -- lifecycle -----------------------------------------------------------------------------
 

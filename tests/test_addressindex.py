@@ -169,11 +169,11 @@ def test_the_store_rebuilds_its_index_after_an_unclean_stop_only(
     path = tmp_path / "s"
     subprocess.run([sys.executable, "-c", UNCLEAN_STOP, str(path)], check=True, timeout=60)
     chunks = random_chunks(200, seed=3)
-    with caplog.at_level("INFO", logger="localstore.store"), LocalStore(path, OVERLAY) as store:
+    with caplog.at_level("INFO", logger="localstore.storefiles"), LocalStore(path, OVERLAY) as store:
         assert len(store) == 200
         assert all(store.get(chunk.address) == chunk for chunk in chunks)
     assert "rebuilt the address index of 200 chunks" in caplog.text
     caplog.clear()
-    with caplog.at_level("INFO", logger="localstore.store"), LocalStore(path, OVERLAY) as store:
+    with caplog.at_level("INFO", logger="localstore.storefiles"), LocalStore(path, OVERLAY) as store:
         assert len(store) == 200 and store.has(chunks[0].address)
     assert "rebuilt" not in caplog.text, "a cleanly closed index is used as it is"

@@ -1,0 +1,166 @@
+"""StoreFiles: a store directory's files, opened together, checked against each other, closed together.
+
+A store directory holds four kinds of files, each written by the module named:
+
+    CHUNKS          chunk data in fixed-size slots (localstore/chunkfile.py)
+    PULL-00..31     each bin's pull index: bin ID -> address, slot, length (localstore/pullindex.py)
+    ADDRESSES       address -> slot, length, bin ID, a hash file derived from the pull index
+                    (localstore/addressindex.py)
+    LevelDB files   the metadata, the bins' cursors and other components' state (this module)
+
+LevelDB key layout (every key starts with a one-byte namespace; integers big-endian)::
+
+    b"m" b"version"              format version, 8 bytes (FORMAT_VERSION)
+    b"m" b"overlay"              the owning node's 32-byte overlay address
+    b"m" b"epoch"                creation time, ns since the Unix epoch, 8 bytes
+    b"b" bin(1)                  bin counter: the highest bin ID given out in ``bin``, 8 bytes
+    b"s" key                     state namespace of other components (interval sets, ...)
+
+Beside the other files the directory holds ``LOCALSTORE``, a small JSON marker
+(``{"format": ..., "version": ..., "overlay": ...}``) written before the LevelDB is created. It
+answers "is this directory ours, in a format we read, for this overlay?" *without opening the
+LevelDB*, because LevelDB modifies a directory on every open attempt (it rotates its LOG, takes
+its LOCK, rewrites its MANIFEST on success). A directory without the marker is never opened, so
+foreign and non-LevelDB directories are left untouched; a failed open of one of our own
+directories (corruption) is undone (LOG restored, new files removed). The marker also carries a
+``flock`` for the store's lifetime: LevelDB 1.22 drops its own POSIX lock when the same process
+tries to open a directory twice, so a second opener, in this process or another, is turned
+away before LevelDB is asked. The LevelDB metadata stays the authority; the two must agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+import plyvel
+
+from localstore.addressindex import AddressIndex, IndexEntry
+from localstore.chunkfile import ChunkFile
+from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
+from localstore.errors import StoreCorrupt, UnsupportedStoreVersion
+from localstore.pullindex import PullIndex
+
+__all__ = ["BINS", "KEY_BIN_COUNTER", "KEY_STATE", "MAX_BIN", "META_VERSION", "StoreFiles"]
+
+MAX_BIN = 31
+"""Bins are capped at PO 31: every chunk at least that close to the overlay shares bin 31."""
+BINS = MAX_BIN + 1
+
+KEY_META = b"m"
+KEY_BIN_COUNTER = b"b"
+KEY_STATE = b"s"
+META_VERSION = KEY_META + b"version"
+META_OVERLAY = KEY_META + b"overlay"
+META_EPOCH = KEY_META + b"epoch"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class StoreFiles:
+    """Everything an open store holds open; ``cursors`` is the store's live list of bin cursors."""
+
+    db: plyvel.DB
+    chunk_file: ChunkFile
+    pull_index: PullIndex
+    index: AddressIndex
+    lock_fd: int
+    cursors: list[int]
+    epoch: int
+
+    @classmethod
+    def open(cls, path: str, overlay: bytes) -> StoreFiles:
+        """Claim and lock the directory, open its LevelDB (creating the store if it is new) and
+        files, cut off uncommitted tails and rebuild the address index if it was not closed
+        cleanly. Raises a StoreError subclass naming the problem, leaving nothing open."""
+        lock_fd = claim_directory(path, overlay)
+        db: plyvel.DB | None = None
+        chunk_file: ChunkFile | None = None
+        pull_index: PullIndex | None = None
+        try:
+            db = open_leveldb(path)
+            epoch = _load_metadata(db, path, overlay)
+            cursors = _load_cursors(db, path)
+            chunk_file = ChunkFile(path, sum(cursors))
+            pull_index = PullIndex(path, cursors)
+            index = AddressIndex.open(path, sum(cursors)) or _build_index(path, pull_index, cursors)
+        except BaseException:
+            for opened in (pull_index, chunk_file, db):
+                if opened is not None:
+                    opened.close()
+            os.close(lock_fd)
+            raise
+        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch)
+
+    def release(self) -> None:
+        """Close everything, marking the address index clean, then drop the directory lock last
+        (so no other opener slips in between)."""
+        try:
+            self.index.close(sum(self.cursors))
+        finally:
+            self.db.close()
+            self.chunk_file.close()
+            self.pull_index.close()
+            os.close(self.lock_fd)
+
+
+def _load_metadata(db: plyvel.DB, path: str, overlay: bytes) -> int:
+    """Return the epoch, writing the metadata first if the LevelDB is brand new."""
+    try:
+        version = db.get(META_VERSION)
+        if version is None:
+            if next(db.iterator(include_value=False), None) is not None:
+                raise StoreCorrupt(path, "the LevelDB holds data but no localstore metadata")
+            epoch = time.time_ns()
+            batch = db.write_batch(sync=True)
+            batch.put(META_VERSION, FORMAT_VERSION.to_bytes(8, "big"))
+            batch.put(META_OVERLAY, overlay)
+            batch.put(META_EPOCH, epoch.to_bytes(8, "big"))
+            batch.write()
+            return epoch
+        stored = db.get(META_OVERLAY)
+        epoch_bytes = db.get(META_EPOCH)
+    except plyvel.Error as exc:
+        raise StoreCorrupt(path, f"reading metadata failed: {plyvel_message(exc)}") from exc
+    if int.from_bytes(version, "big") != FORMAT_VERSION:
+        raise UnsupportedStoreVersion(path, int.from_bytes(version, "big"), FORMAT_VERSION)
+    if stored != overlay:
+        found = stored.hex() if stored is not None else "none"
+        raise StoreCorrupt(path, f"the LevelDB metadata names overlay {found}, the marker another")
+    if epoch_bytes is None or len(epoch_bytes) != 8:
+        raise StoreCorrupt(path, "the LevelDB metadata has no valid epoch")
+    return int.from_bytes(epoch_bytes, "big")
+
+
+def _load_cursors(db: plyvel.DB, path: str) -> list[int]:
+    """Read every bin's counter (its cursor)."""
+    cursors = [0] * BINS
+    try:
+        for bin in range(BINS):
+            raw = db.get(KEY_BIN_COUNTER + bytes((bin,)))
+            if raw is not None:
+                cursors[bin] = int.from_bytes(raw, "big")
+    except plyvel.Error as exc:
+        raise StoreCorrupt(path, f"reading the bin counters failed: {plyvel_message(exc)}") from exc
+    return cursors
+
+
+def _build_index(path: str, pull_index: PullIndex, cursors: list[int]) -> AddressIndex:
+    """Build the address index from the pull index (after a crash, or if it is missing)."""
+    started = time.perf_counter()
+    entries = (
+        (entry.address, IndexEntry(entry.slot, entry.length, entry.bin_id))
+        for bin, cursor in enumerate(cursors)
+        for entry in pull_index.read(bin, 1, cursor)
+    )
+    index = AddressIndex.build(path, entries)
+    log.info(
+        "store %s: rebuilt the address index of %d chunks in %.2f s (it was not closed cleanly)",
+        path,
+        len(index),
+        time.perf_counter() - started,
+    )
+    return index
