@@ -33,11 +33,11 @@ from pot import proximity
 from streamer.connection import Disconnect, HandshakeFailed, PeerConnection, handshake
 from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
 from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
+from swarm import status
 from swarm.gossip import Gossip
 from swarm.peer import Peer
 from swarm.retrieval import Retrieval
 from syncer.downstream import Puller, PullerConfig, SyncPolicy
-from syncer.stats import COUNTERS
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class Node:
         self.started_at = time.time()
         self._nursery: trio.Nursery | None = None
         self._depth = 0
-        self._traffic: dict[bytes, dict[str, int]] = {}  # byte counters of past connections
+        self.past_traffic: dict[bytes, dict[str, int]] = {}  # byte counters of ended connections
         self.connections_refused = 0
         self.violations = 0
         self.disconnections: deque[dict[str, Any]] = deque(maxlen=RECENT_DISCONNECTIONS)
@@ -352,8 +352,8 @@ class Node:
         if self.gossip is not None:
             self.gossip.forget(peer.overlay)
         peer.closed("peer disconnected")
-        totals = self._traffic.setdefault(peer.overlay, dict.fromkeys(_TRAFFIC, 0))
-        for name in _TRAFFIC:
+        totals = self.past_traffic.setdefault(peer.overlay, dict.fromkeys(status.TRAFFIC, 0))
+        for name in status.TRAFFIC:
             totals[name] += getattr(peer.conn.stats, name)
         self._update_depth()
         if self.manager is not None:
@@ -369,97 +369,19 @@ class Node:
         if self.config.gossip:
             self.gossip.on_records(peer, msg)
 
-    # -- status -------------------------------------------------------------------------------
-
-    def traffic(self, overlay: bytes) -> dict[str, int]:
-        totals = dict(self._traffic.get(overlay, dict.fromkeys(_TRAFFIC, 0)))
-        peer = self.peers.get(overlay)
-        if peer is not None:
-            for name in _TRAFFIC:
-                totals[name] += getattr(peer.conn.stats, name)
-        return totals
+    # -- status (swarm/status.py builds the documents) ------------------------------------------
 
     def sync_status(self) -> dict[str, Any]:
         """The `GET /sync` document."""
-        peers = []
-        for peer in sorted(self.peers.values(), key=lambda p: p.overlay):
-            status = peer.puller.status()
-            stats = self.puller.stats_of(peer.overlay).snapshot()
-            counts = {name: stats.counts[name] for name in COUNTERS}
-            counts.update(self.traffic(peer.overlay))
-            status["stats"] = counts
-            status["last_change"] = {name: stats.changed[name] for name in COUNTERS if stats.changed[name]}
-            status["serving"] = {
-                "subscriptions": [[b, live] for b, live in peer.upstream.subscriptions],
-                "offered": peer.upstream.offered,
-                "delivered": peer.upstream.delivered,
-            }
-            peers.append(status)
-        return {
-            "overlay": self.overlay.hex(),
-            "epoch": self.store.epoch,
-            "depth": self.depth(),
-            "chunks": len(self.store),
-            "fully_synced": all(p["fully_synced"] for p in peers),
-            "peers": peers,
-            "totals": self.loss_totals(),
-            "disconnected": [self._disconnection_status(d) for d in self.disconnections],
-        }
-
-    def _disconnection_status(self, record: dict[str, Any]) -> dict[str, Any]:
-        """One ended session, with the peer's loss counters (kept across its sessions) as of now."""
-        overlay = bytes.fromhex(record["overlay"])
-        stats = self.puller.stats_of(overlay).snapshot()
-        return {
-            **record,
-            "connected_again": overlay in self.peers,
-            "stats": {name: stats.counts[name] for name in COUNTERS},
-        }
+        return status.sync_status(self)
 
     def topology(self) -> dict[str, Any]:
-        """The `GET /topology` document, shaped like the reference node's."""
-        table = self.table
-        bins = {}
-        for po in range(MAX_PO + 1):
-            known = table.known(po)
-            connected = set(table.connected(po))
-            bins[f"bin_{po}"] = {
-                "population": len(known),
-                "connected": len(connected),
-                "disconnectedPeers": [{"address": p.hex()} for p in known if p not in connected],
-                "connectedPeers": [
-                    {"address": p.hex(), "outbound": self.peers[p].conn.outbound}
-                    for p in known
-                    if p in connected
-                ],
-            }
-        return {
-            "baseAddr": self.overlay.hex(),
-            "population": table.known_count(),
-            "connected": table.connected_count(),
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "nnLowWatermark": self.config.neighbourhood_size,
-            "depth": self.depth(),
-            "saturation": self.config.saturation,
-            "strategy": self.config.strategy,
-            "bins": bins,
-        }
+        """The `GET /topology` document."""
+        return status.topology(self)
 
     def loss_totals(self) -> dict[str, int]:
-        """Node-wide counters over every peer ever connected (dropped peers included)."""
-        totals = dict.fromkeys(COUNTERS, 0)
-        for stats in self.puller.stats.values():
-            for name in COUNTERS:
-                totals[name] += stats[name]
-        for overlay in set(self._traffic) | set(self.peers):
-            for name, value in self.traffic(overlay).items():
-                totals[name] += value
-        totals["violations"] = self.violations
-        totals["handshakes_refused"] = self.connections_refused
-        return totals
-
-
-_TRAFFIC = ("payload_bytes_in", "protocol_bytes_in", "payload_bytes_out", "protocol_bytes_out")
+        """Node-wide loss and traffic counters."""
+        return status.loss_totals(self)
 
 
 def _keep_existing(existing: PeerConnection, new: PeerConnection, own: bytes) -> bool:
