@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import trio
@@ -146,8 +147,9 @@ class NodeProcess:
     def get(self, path: str) -> httpx.Response:
         return httpx.get(self.api + path, timeout=10)
 
-    def sync(self) -> dict[str, object]:
-        doc: dict[str, object] = self.get("/sync").json()
+    def sync(self) -> dict[str, Any]:
+        """The node's `GET /sync` document (JSON)."""
+        doc: dict[str, Any] = self.get("/sync").json()
         return doc
 
     def stop(self, timeout: float = 15.0) -> int:

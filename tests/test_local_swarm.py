@@ -117,9 +117,9 @@ def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> N
             os.kill(pids[i], signal.SIGKILL)
         restarted = {i: pids[i] for i in victims}
         poll(
-            lambda: all(read_node_info(data_dir / f"node-{i}")["pid"] != restarted[i] for i in victims),
+            lambda: all(read_node_info(data_dir / f"node-{i}")["pid"] != restarted[i] for i in victims),  # type: ignore[index]
             timeout=60,
-        )  # type: ignore[index]
+        )
         poll(lambda: all_up(data_dir), timeout=60)
         poll(lambda: all(len(sync_doc(data_dir, i)["peers"]) == NODES - 1 for i in range(NODES)), timeout=60)
         poll(lambda: quiet(data_dir) and placed(data_dir, addresses), timeout=90)

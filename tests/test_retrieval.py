@@ -36,8 +36,10 @@ async def line(
     """
     nodes = []
     for name in "xyz":
-        extra = {} if cache_bytes is None else {"cache_bytes": cache_bytes}
-        cfg = node_config(tmp_path / name, gossip=False, **extra)
+        if cache_bytes is None:
+            cfg = node_config(tmp_path / name, gossip=False)
+        else:
+            cfg = node_config(tmp_path / name, gossip=False, cache_bytes=cache_bytes)
         nodes.append(await start_node(nursery, cfg, sync_policy=no_sync))
     nodes.sort(key=lambda n: distance(n.overlay, CHUNK.address))
     a, b, c = nodes if nearest == "A" else (nodes[1], nodes[2], nodes[0])

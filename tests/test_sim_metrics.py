@@ -164,7 +164,7 @@ def test_route_on_a_random_network_is_greedy_against_brute_force() -> None:
     net = hand_network(
         [f"{x:08b}" for x in addresses], [(f"{addresses[i]:08b}", f"{addresses[j]:08b}") for i, j in links]
     )
-    neighbours = {i: set() for i in range(40)}
+    neighbours: dict[int, set[int]] = {i: set() for i in range(40)}
     for i, j in links:
         neighbours[i].add(j)
         neighbours[j].add(i)

@@ -71,7 +71,7 @@ def test_known_sets_exclude_self_have_the_fraction_and_are_reproducible() -> Non
 def test_params_are_validated() -> None:
     for bad in ({"known": 0.0}, {"known": 1.5}, {"saturation": 0}, {"lookups": 0}):
         with pytest.raises(ValueError):
-            SimParams(**bad)  # type: ignore[arg-type]
+            SimParams(**bad)
 
 
 # -- network building -----------------------------------------------------------------------------------
