@@ -177,3 +177,28 @@ def test_the_store_rebuilds_its_index_after_an_unclean_stop_only(
     with caplog.at_level("INFO", logger="localstore.storefiles"), LocalStore(path, OVERLAY) as store:
         assert len(store) == 200 and store.has(chunks[0].address)
     assert "rebuilt" not in caplog.text, "a cleanly closed index is used as it is"
+
+
+def test_a_failed_index_update_is_repaired_at_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from localstore import LocalStore
+    from tests.test_localstore import OVERLAY, random_chunks
+
+    first, second = random_chunks(2, seed=4)
+    path = tmp_path / "s"
+    with LocalStore(path, OVERLAY) as store:
+        assert store.put(first)
+
+        def broken_add(self: AddressIndex, address: bytes, entry: IndexEntry) -> None:
+            raise OSError("no space left on device")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(AddressIndex, "add", broken_add)
+            with pytest.raises(OSError, match="no space left"):
+                store.put(second)
+        assert len(store) == 1, "committed to the pull index and cursors, but not indexed yet"
+    with caplog.at_level("INFO", logger="localstore.storefiles"), LocalStore(path, OVERLAY) as store:
+        assert len(store) == 2
+        assert store.get(second.address) == second and store.get(first.address) == first
+    assert "rebuilt the address index of 2 chunks" in caplog.text, "a stale index is not trusted"
