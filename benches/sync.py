@@ -42,6 +42,10 @@ hardly moves with other load on the machine.
 (start-up included); with 2 CPUs a total near ``2 * sync_s`` means CPU-bound. ``loss_b`` holds
 B's non-zero loss counters for A, ``log`` the disconnects and warnings in each node's log (the
 nodes run at INFO level). ``--py-spy FILE`` records B's CPU profile during the sync.
+
+``--runs N`` repeats the whole measurement (fresh directories, ingest passes, sync) N times, for
+this bench's run-to-run noise on a shared VM; the line is then the first run's, plus ``runs``,
+``ratios`` and ``sync_rates`` (every run's, in order) and ``ratio_median``.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -440,8 +445,24 @@ def main() -> None:
         help="profile B with py-spy (pip install py-spy) during the sync; collapsed stacks to FILE",
     )
     parser.add_argument("--native", action="store_true", help="with --py-spy: include native (C) frames")
+    parser.add_argument(
+        "--runs", type=_positive, default=1, help="repeat the measurement, report every ratio (default 1)"
+    )
     args = parser.parse_args()
-    print(json.dumps(run(args)))
+    results = [run(args) for _ in range(args.runs)]
+    line = results[0]
+    if args.runs > 1:
+        line["runs"] = args.runs
+        line["ratios"] = [r["ratio"] for r in results]
+        line["sync_rates"] = [r["sync_chunks_per_s"] for r in results]
+        line["ratio_median"] = statistics.median(line["ratios"])
+    print(json.dumps(line))
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(text)
 
 
 if __name__ == "__main__":
