@@ -95,7 +95,7 @@ class LocalStore:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the LevelDB and chunk file, release the directory. Idempotent; wakes wait_bin."""
+        """Close the store's files, release the directory. Idempotent; wakes wait_bin."""
         if self._db is None:
             return
         self._db = None
@@ -145,21 +145,7 @@ class LocalStore:
 
     def put(self, chunk: Chunk) -> bool:
         """Verify and store ``chunk``; True if it was new. Raises InvalidChunk, storing nothing."""
-        chunk.verify()
-        db = self._live()
-        address = chunk.address
-        if address in self._index:
-            return False
-        bin = min(proximity(self._overlay, address), MAX_BIN)
-        bin_id = self._cursors[bin] + 1
-        slot = sum(self._cursors)
-        self._chunk_file.write(slot, [chunk])
-        self._pull_index.append(bin, bin_id, [encode_entry(address, slot, len(chunk.data))])
-        db.put(KEY_BIN_COUNTER + bytes((bin,)), bin_id.to_bytes(8, "big"))
-        self._cursors[bin] = bin_id
-        self._index_new([(address, IndexEntry(slot, len(chunk.data), bin_id))])
-        self._notify(bin)
-        return True
+        return self.put_many((chunk,)) == 1
 
     def put_many(self, chunks: Iterable[Chunk]) -> int:
         """Verify all ``chunks``, then store the new ones, committed at once; return how many.
@@ -193,7 +179,7 @@ class LocalStore:
         if not new:
             return 0
         self._chunk_file.write(first_slot, new)
-        batch = db.write_batch()
+        batch = db.write_batch()  # the commit: every touched bin's cursor, at once
         for bin, entries in appended.items():
             self._pull_index.append(bin, self._cursors[bin] + 1, entries)
             batch.put(KEY_BIN_COUNTER + bytes((bin,)), cursors[bin].to_bytes(8, "big"))
@@ -252,7 +238,7 @@ class LocalStore:
         Its slot stays allocated (slots follow the bin IDs given out); storing the chunk again
         gives it a new bin ID and a new slot.
         """
-        self._pull_index.punch(min(proximity(self._overlay, address), MAX_BIN), bin_id)
+        self._pull_index.punch(self.bin_of(address), bin_id)
         try:
             self._index.remove(address)
         except BaseException:
