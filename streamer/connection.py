@@ -296,7 +296,7 @@ class PeerConnection:
             leaves = _leaves(exc)
             violation = next((e for e in leaves if isinstance(e, RemoteProtocolError)), None)
             if violation is not None:
-                self.close(violation.code, str(violation), violation=True)
+                self.broke_protocol(violation)
             if any(not isinstance(e, (*_TASK_ENDINGS, trio.Cancelled)) for e in leaves):
                 raise  # a bug: let it surface
             if any(isinstance(e, trio.Cancelled) for e in leaves):
@@ -321,6 +321,12 @@ class PeerConnection:
         self._outbox.close()
         if self._scope is not None:
             self._scope.deadline = min(self._scope.deadline, trio.current_time() + GOODBYE_TIMEOUT)
+
+    def broke_protocol(self, violation: RemoteProtocolError) -> None:
+        """The peer broke the protocol: log it and close, naming the violation in our Goodbye."""
+        if self._disconnect is None:
+            log.warning("%r broke the protocol: %s", self, violation)
+        self.close(violation.code, str(violation), violation=True)
 
     async def wait_closed(self) -> Disconnect:
         await self._closed.wait()
@@ -381,8 +387,7 @@ class PeerConnection:
                     return
                 await handler(msg)
         except RemoteProtocolError as exc:
-            log.warning("%r broke the protocol: %s", self, exc)
-            self.close(exc.code, str(exc), violation=True)
+            self.broke_protocol(exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self._ended(
                 Disconnect("remote", GoodbyeCode.NORMAL, f"connection lost: {exc or type(exc).__name__}")

@@ -27,8 +27,10 @@ from swarm.cli_common import (
     mebibytes,
     parse_hostport,
     port_number,
+    worker_count,
 )
 from swarm.localswarm import LocalSwarmError
+from syncer.verifier import default_workers
 
 __all__ = ["CliError", "build_parser", "main"]
 
@@ -72,6 +74,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         strategy=args.suggest,
         gossip=not args.no_gossip,
         cache_bytes=args.cache_mib * 2**20,
+        verify_workers=args.verify_workers,
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -216,6 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MIB",
         help="memory for chunks retrieved or forwarded for others, answering repeat requests "
         f"without the network (default {DEFAULT_CACHE_BYTES // 2**20}; 0: no cache)",
+    )
+    p.add_argument(
+        "--verify-workers",
+        type=worker_count,
+        default=default_workers(),
+        metavar="N",
+        help="processes that verify synced chunks (BMT hashing) on other cores, 0..8; 0 verifies in "
+        f"the node's process (default: one per core beyond the first, at most 4: {default_workers()} here)",
     )
     p.set_defaults(func=cmd_node)
 

@@ -41,6 +41,12 @@ def mebibytes(text: str) -> int:
     return int(text)
 
 
+def worker_count(text: str) -> int:
+    if not text.isdigit() or int(text) > 8:
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes, 0..8, got {text!r}")
+    return int(text)
+
+
 def api_get(url: str, path: str) -> Any:
     """GET a JSON document from a node's API, turning failures into one clear line."""
     import httpx  # imported here: `swarm node` never needs it, and it takes a tenth of its start-up

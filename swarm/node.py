@@ -38,6 +38,7 @@ from swarm.gossip import Gossip
 from swarm.peer import Peer
 from swarm.retrieval import Retrieval
 from syncer.downstream import Puller, PullerConfig, SyncPolicy
+from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,9 @@ class NodeConfig:
     redial_min: float = 0.5
     redial_max: float = 30.0
     puller: PullerConfig = field(default_factory=PullerConfig)
+    # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
+    # 0: verify in the node's own process
+    verify_workers: int = 0
 
 
 class Node:
@@ -135,7 +139,8 @@ class Node:
         self.identity = load_or_create_identity(self.data_dir / "node.key")
         self.overlay = self.identity.overlay(config.network_id)
         self._store = LocalStore(self.data_dir / "localstore", self.overlay)
-        self._puller = Puller(self._store, config=config.puller)
+        verifier = ChunkVerifier(config.verify_workers)
+        self._puller = Puller(self._store, config=config.puller, verifier=verifier)
         self._table = PeerTable(
             self.overlay,
             neighbourhood_size=config.neighbourhood_size,
@@ -155,6 +160,7 @@ class Node:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                await nursery.start(verifier.run)
                 serve_p2p = partial(trio.serve_tcp, self._accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
@@ -315,7 +321,7 @@ class Node:
         if ready is not None:
             ready.set()
         try:
-            disconnect = await conn.run(peer.dispatch)
+            disconnect = await peer.run()
         except Exception:
             # a bug in handling this peer must not take the node down: log it, drop the peer
             log.exception("peer %s: unexpected error; dropping the connection", overlay.hex()[:12])

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from streamer.connection import PeerConnection
+from streamer.connection import Disconnect, PeerConnection
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     ChunkDelivery,
@@ -61,7 +61,6 @@ class Peer:
             WantedHashes: self.upstream.on_want,
             CursorsReply: self.puller.on_cursors_reply,
             OfferedHashes: self.puller.on_offer,
-            ChunkDelivery: self.puller.on_delivery,
             RetrieveRequest: self._on_retrieve_request,
             RetrieveDelivery: self.requests.on_delivery,
             RetrieveFailure: self.requests.on_failure,
@@ -75,9 +74,26 @@ class Peer:
     def __repr__(self) -> str:
         return f"<Peer {self.overlay.hex()[:12]} po={self.po}>"
 
+    async def run(self) -> Disconnect:
+        """Run the connection until it ends, and return why.
+
+        The chunks the peer delivered are verified and stored (`DeliveryIntake`) by a task that
+        outlives the connection by as long as it takes to finish the ones that had arrived.
+        """
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.puller.deliveries.run)
+            try:
+                return await self.conn.run(self.dispatch)
+            finally:
+                self.puller.deliveries.close()
+
     async def dispatch(self, msg: Message) -> None:
-        """Route one incoming message; runs inside the connection's reader, so never blocks."""
-        self._routes[type(msg)](msg)
+        """Route one incoming message; runs inside the connection's reader, so never blocks,
+        except that a delivery waits while the puller's intake is full (backpressure)."""
+        if type(msg) is ChunkDelivery:
+            await self.puller.on_delivery(msg)
+        else:
+            self._routes[type(msg)](msg)
 
     async def fetch_local(self, address: bytes) -> bytes:
         """Ask this peer for a chunk from its own store (hop limit 0): the sync fallback."""

@@ -50,6 +50,8 @@ def sync_status(node: Node) -> dict[str, Any]:
         "epoch": node.store.epoch,
         "depth": node.depth(),
         "chunks": len(node.store),
+        # worker processes verifying synced chunks (fewer than configured: one died, see the log)
+        "verify_workers": node.puller.verifier.live_workers,
         "fully_synced": all(p["fully_synced"] for p in peers),
         "peers": peers,
         "totals": loss_totals(node),

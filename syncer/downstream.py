@@ -18,6 +18,7 @@ from syncer.batches import BatchTracker, CompletedBatch
 from syncer.intervals import IntervalStore
 from syncer.peer_puller import Fetch, PeerPuller, SyncPolicy
 from syncer.stats import PeerStats
+from syncer.verifier import ChunkVerifier
 
 __all__ = ["Fetch", "PeerPuller", "Puller", "PullerConfig", "SyncPolicy", "sync_every_bin"]
 
@@ -44,8 +45,10 @@ class Puller:
         *,
         config: PullerConfig | None = None,
         clock: Callable[[], float] = time.time,
+        verifier: ChunkVerifier | None = None,
     ) -> None:
         self.store = store
+        self.verifier = verifier or ChunkVerifier()  # without workers: verifies inline
         self.config = config or PullerConfig()
         self.clock = clock
         self.intervals = IntervalStore(store)
@@ -76,9 +79,12 @@ class Puller:
             self._completed(done)
         return new
 
-    def store_chunks(self, chunks: list[Chunk]) -> int:
-        """`store_chunk` for many at once (one write batch); returns how many were new."""
-        new = self.store.put_many(chunks)
+    def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int:
+        """`store_chunk` for many at once (one write batch); returns how many were new.
+
+        ``verified=True``: the chunks were verified already (by `verifier`), so are not again.
+        """
+        new = self.store.put_many(chunks, verified=verified)
         for chunk in chunks:
             for done in self.tracker.stored(chunk.address):
                 self._completed(done)
@@ -110,5 +116,3 @@ class Puller:
 
     def fully_synced(self) -> bool:
         return all(p.fully_synced() for p in self._peers.values())
-
-

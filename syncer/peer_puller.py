@@ -34,6 +34,7 @@ from streamer.messages import (
 from streamer.outbox import Priority
 from streamer.requests import RetrieveFailed
 from syncer.batches import CompletedBatch, SyncViolation, UnsolicitedDelivery
+from syncer.deliveries import DeliveryIntake
 from syncer.intervals import Intervals
 from syncer.upstream import DEFAULT_WINDOW, stream_priority
 
@@ -71,6 +72,7 @@ class PeerPuller:
         self.depth = depth
         self.fetch = fetch
         self.stats = puller.stats_of(self.overlay)
+        self.deliveries = DeliveryIntake(puller, conn, self.stats)  # run by the connection's owner
         self.epoch: int | None = None
         self.cursors: list[int] = [0] * BINS  # highest bin ID known, from replies and offers
         self._replied: list[int] = [0] * BINS  # the cursors of the last reply
@@ -300,23 +302,17 @@ class PeerPuller:
             )
         done.set()
 
-    def on_delivery(self, msg: ChunkDelivery) -> None:
-        now = self.puller.clock()
-        tracker = self.puller.tracker
+    async def on_delivery(self, msg: ChunkDelivery) -> None:
+        """Check that we wanted it, then queue it to be verified and stored (`DeliveryIntake`).
+
+        Waits only while this peer's intake is full, which stops the reader: backpressure.
+        """
         try:
-            address = tracker.delivery(self.overlay, msg.bin, msg.live, msg.start, msg.index)
+            address = self.puller.tracker.delivery(self.overlay, msg.bin, msg.live, msg.start, msg.index)
         except UnsolicitedDelivery as exc:
-            self.stats.add("unsolicited", 1, now)
+            self.stats.add("unsolicited", 1, self.puller.clock())
             raise RemoteProtocolError(str(exc), GoodbyeCode.UNSOLICITED_DELIVERY) from None
-        try:
-            new = self.puller.store_chunk(Chunk(address, msg.data))
-        except InvalidChunk as exc:
-            self.stats.add("invalid", 1, now)
-            tracker.delivery_failed(self.overlay, msg.bin, msg.live, msg.start, msg.index)
-            raise RemoteProtocolError(f"invalid chunk delivered: {exc}", GoodbyeCode.INVALID_CHUNK) from None
-        self.stats.add("delivered", 1, now)
-        if not new:
-            self.stats.add("repeat", 1, now)
+        await self.deliveries.put(Chunk(address, msg.data), msg)
 
     # -- completion and re-requests -----------------------------------------------------------
 

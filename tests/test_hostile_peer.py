@@ -60,7 +60,7 @@ from syncer.downstream import PullerConfig
 
 HISTORY = random_chunks(300, seed=101)
 LIVE = random_chunks(60, seed=102)
-HOSTILE_CHUNKS = random_chunks(6, seed=103)  # chunks only the hostile peers know, one use each
+HOSTILE_CHUNKS = random_chunks(9, seed=103)  # chunks only the hostile peers know, one use each
 STEP_TIMEOUT = 10.0
 FORGED_BIN = 5
 HOSTILE_EPOCH = 1_700_000_000  # in its handshake and its cursors replies alike
@@ -355,6 +355,21 @@ async def corrupted_chunk(h: HostilePeer) -> Expect:
     return Expect(GoodbyeCode.INVALID_CHUNK, handshaken=True, counter="invalid", absent=(claimed.address,))
 
 
+async def valid_then_forged(h: HostilePeer) -> Expect:
+    """Two wanted chunks back to back (one verifier batch): the first valid, the second forged."""
+    first, second = HOSTILE_CHUNKS[6], HOSTILE_CHUNKS[7]
+    await play_upstream_until_wanted(h, first, second)
+    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, first.data))
+    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 1, HOSTILE_CHUNKS[8].data))
+    return Expect(
+        GoodbyeCode.INVALID_CHUNK,
+        handshaken=True,
+        counter="invalid",
+        absent=(second.address, HOSTILE_CHUNKS[8].address),
+        stored=(first,),
+    )
+
+
 async def unsolicited_delivery(h: HostilePeer) -> Expect:
     await h.handshake()
     chunk = HOSTILE_CHUNKS[3]
@@ -456,6 +471,7 @@ SCENARIOS: dict[str, Callable[[HostilePeer], Awaitable[Expect]]] = {
         overlay_not_from_key,
         forged_chunk,
         corrupted_chunk,
+        valid_then_forged,
         unsolicited_delivery,
         duplicate_delivery,
         truncated_frame,
@@ -493,14 +509,14 @@ class Setup:
 
 
 @asynccontextmanager
-async def honest_sync(tmp_path: Path) -> AsyncIterator[Setup]:
+async def honest_sync(tmp_path: Path, *, verify_workers: int = 0) -> AsyncIterator[Setup]:
     async with trio.open_nursery() as nursery:
         upstream = await start_node(nursery, node_config(tmp_path / "up", api_port=None))
         for chunk in HISTORY:
             upstream.puller.store_chunk(chunk)
-        target = await start_node(
-            nursery, node_config(tmp_path / "target", peers=[("127.0.0.1", upstream.p2p_port)])
-        )
+        peers = [("127.0.0.1", upstream.p2p_port)]
+        config = node_config(tmp_path / "target", peers=peers, verify_workers=verify_workers)
+        target = await start_node(nursery, config)
         yield Setup(upstream, target, nursery)
         nursery.cancel_scope.cancel()
 
@@ -519,10 +535,21 @@ async def feed_live(upstream: Node, chunks: list[Chunk]) -> None:
         await trio.sleep(0.002)
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
-async def test_hostile_peer_is_dropped_and_honest_sync_completes(tmp_path: Path, name: str) -> None:
+# The scenarios that deliver chunks run again with the target verifying in a worker process.
+DELIVERIES = ["forged_chunk", "corrupted_chunk", "valid_then_forged", "duplicate_delivery"]
+
+
+@pytest.mark.parametrize(
+    "name, workers",
+    [(name, 0) for name in SCENARIOS] + [(name, 1) for name in DELIVERIES],
+    ids=[*SCENARIOS, *(f"{name}-worker" for name in DELIVERIES)],
+)
+async def test_hostile_peer_is_dropped_and_honest_sync_completes(
+    tmp_path: Path, name: str, workers: int
+) -> None:
     with trio.fail_after(30):
-        async with honest_sync(tmp_path) as s:
+        async with honest_sync(tmp_path, verify_workers=workers) as s:
+            assert s.target.puller.verifier.live_workers == workers
             target, upstream = s.target, s.upstream
             s.nursery.start_soon(feed_live, upstream, LIVE)
             h, expect, goodbye = await run_scenario(target.p2p_port, name)
@@ -578,13 +605,16 @@ async def test_hostile_peer_is_dropped_and_honest_sync_completes(tmp_path: Path,
                     assert (await client.head(f"/chunks/{address.hex()}")).status_code == 404
 
 
-async def test_forged_chunk_is_fetched_from_an_honest_peer_that_offered_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [0, 1])
+async def test_forged_chunk_is_fetched_from_an_honest_peer_that_offered_it(
+    tmp_path: Path, workers: int
+) -> None:
     """One transfer per chunk meets a liar: the target wants H from the hostile peer only (it asked
     it first); the forged delivery drops the hostile peer, and the honest upstream, which offered H
     too, is asked for it again, so the batch waiting for H completes and H ends up stored intact."""
     claimed = HOSTILE_CHUNKS[0]
     with trio.fail_after(30):
-        async with honest_sync(tmp_path) as s:
+        async with honest_sync(tmp_path, verify_workers=workers) as s:
             target, upstream = s.target, s.upstream
             await wait_for(lambda: target.puller.fully_synced() and len(target.store) == len(HISTORY))
             h = await HostilePeer.connect(target.p2p_port)

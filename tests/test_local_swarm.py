@@ -171,6 +171,8 @@ def test_commands_fail_with_one_clear_line(tmp_path: Path) -> None:
         assert len(err.strip().splitlines()) == 1, err
     result = swarm_cli("node", "--data-dir", str(empty), "--peer", "nohostport")
     assert result.returncode == 2 and "HOST:PORT" in result.stderr.decode()
+    result = swarm_cli("node", "--data-dir", str(empty), "--verify-workers", "9")
+    assert result.returncode == 2 and "0..8, got '9'" in result.stderr.decode()
 
 
 SCRIPTS = {

@@ -1,0 +1,98 @@
+"""ChunkVerifier with real worker processes: verdicts, their order, and a worker that dies."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+import pytest
+import trio
+
+from localstore import Chunk
+from swarm.testing import random_chunks
+from syncer.verifier import ChunkVerifier, Verdicts
+from syncer.verify_worker import check
+
+CHUNKS = random_chunks(60, seed=311)
+# every fifth chunk forged: another chunk's data under its address
+MIXED = [Chunk(c.address, CHUNKS[i - 1].data) if i % 5 == 0 else c for i, c in enumerate(CHUNKS)]
+EXPECTED = [check(c) for c in MIXED]
+
+
+def test_the_expected_verdicts_are_mixed() -> None:
+    assert sum(p is None for p in EXPECTED) == 48
+    assert all("hashes to" in p for p in EXPECTED if p is not None)
+
+
+@pytest.mark.parametrize("workers", [0, 1, 2])
+async def test_verdicts_match_inline_checks_and_pair_with_their_batches(workers: int) -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(workers).run)
+            assert verifier.live_workers == workers
+            batches = [
+                MIXED[i : i + size] for i, size in zip(range(0, 60, 12), [1, 5, 12, 12, 12], strict=True)
+            ]
+            pending: list[Verdicts] = []
+            for batch in batches:  # all submitted before any verdict is read
+                pending.append(await verifier.submit(batch))
+            for batch, verdicts in zip(batches, pending, strict=True):
+                assert await verdicts.wait() == [check(c) for c in batch]
+            nursery.cancel_scope.cancel()
+
+
+async def test_many_concurrent_submitters_each_get_their_own_verdicts() -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(2).run)
+            results: dict[int, list[str | None]] = {}
+
+            async def one(i: int) -> None:
+                batch = MIXED[i : i + 7]
+                results[i] = await (await verifier.submit(batch)).wait()
+
+            async with trio.open_nursery() as submitters:
+                for i in range(40):
+                    submitters.start_soon(one, i)
+            assert results == {i: EXPECTED[i : i + 7] for i in range(40)}
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_dead_worker_is_logged_and_its_batches_are_verified_inline(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(1).run)
+            (worker,) = verifier._workers
+            before = await verifier.submit(MIXED[:10])
+            assert await before.wait() == EXPECTED[:10]
+            os.kill(worker.process.pid, signal.SIGKILL)
+            # submitted while (or after) it dies: answered anyway
+            during = [await verifier.submit(MIXED[i : i + 10]) for i in range(10, 60, 10)]
+            for i, verdicts in zip(range(10, 60, 10), during, strict=True):
+                assert await verdicts.wait() == EXPECTED[i : i + 10]
+            assert verifier.live_workers == 0
+            after = await verifier.submit(MIXED[:3])
+            assert await after.wait() == EXPECTED[:3]
+            nursery.cancel_scope.cancel()
+    failures = [r for r in caplog.records if r.levelno == logging.ERROR and "worker 0 failed" in r.message]
+    assert len(failures) == 1
+
+
+async def test_workers_end_with_the_verifier() -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(2).run)
+            processes = [w.process for w in verifier._workers]
+            assert all(p.returncode is None for p in processes)
+            nursery.cancel_scope.cancel()
+        assert all(p.returncode is not None for p in processes)
+
+
+def test_worker_count_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"0\.\.8"):
+        ChunkVerifier(9)
+    with pytest.raises(ValueError, match=r"0\.\.8"):
+        ChunkVerifier(-1)

@@ -1,0 +1,107 @@
+"""The verifier worker's frames (pure) and its serving loop, run in this process over byte streams."""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from localstore import Chunk
+from swarm.testing import random_chunks
+from syncer.verify_worker import (
+    MAX_BATCH,
+    MAX_FRAME,
+    WorkerProtocolError,
+    check,
+    decode_reply,
+    decode_request,
+    encode_reply,
+    encode_request,
+    frame_length,
+    serve,
+)
+
+VALID = random_chunks(4, seed=301)
+
+chunks_st = st.lists(
+    st.builds(Chunk, st.binary(min_size=32, max_size=32), st.binary(max_size=4104)), min_size=1, max_size=8
+)
+problems_st = st.lists(st.none() | st.text(max_size=50), max_size=20)
+
+
+def body(frame: bytes) -> bytes:
+    assert frame_length(frame[:4]) == len(frame) - 4
+    return frame[4:]
+
+
+@given(chunks_st)
+def test_request_round_trip(chunks: list[Chunk]) -> None:
+    assert decode_request(body(encode_request(chunks))) == chunks
+
+
+@given(problems_st)
+def test_reply_round_trip(problems: list[str | None]) -> None:
+    expected = [p or None for p in problems]  # an empty problem means valid
+    assert decode_reply(body(encode_reply(problems)), len(problems)) == expected
+
+
+@given(chunks_st, st.data())
+def test_a_truncated_request_is_refused(chunks: list[Chunk], data: st.DataObject) -> None:
+    whole = body(encode_request(chunks))
+    cut = data.draw(st.integers(0, len(whole) - 1))
+    with pytest.raises(WorkerProtocolError):
+        decode_request(whole[:cut])
+
+
+def test_malformed_requests_name_the_problem() -> None:
+    whole = body(encode_request(VALID[:1]))
+    with pytest.raises(WorkerProtocolError, match="bytes after the last chunk"):
+        decode_request(whole + b"x")
+    with pytest.raises(WorkerProtocolError, match="counts 0 chunks"):
+        decode_request(struct.pack(">H", 0))
+    with pytest.raises(WorkerProtocolError, match="over the"):
+        frame_length(struct.pack(">I", MAX_FRAME + 1))
+    with pytest.raises(WorkerProtocolError, match="verdict on chunk 1"):
+        decode_reply(body(encode_reply([None])), 2)
+    with pytest.raises(ValueError, match=r"1\.\.1024"):
+        encode_request([])
+    with pytest.raises(ValueError, match=r"1\.\.1024"):
+        encode_request(VALID[:1] * (MAX_BATCH + 1))
+
+
+def test_long_problems_are_clipped() -> None:
+    (problem,) = decode_reply(body(encode_reply(["x" * 5000])), 1)
+    assert problem == "x" * 1000
+
+
+def test_check_names_what_is_wrong() -> None:
+    good = VALID[0]
+    assert check(good) is None
+    forged = Chunk(good.address, VALID[1].data)
+    problem = check(forged)
+    assert problem is not None and "hashes to" in problem
+    assert "shorter than" in (check(Chunk(good.address, b"abc")) or "")
+
+
+def test_serve_answers_every_request_in_order_until_the_input_ends() -> None:
+    forged = Chunk(VALID[0].address, VALID[1].data)
+    requests = [VALID[:2], [forged], [VALID[2], forged, VALID[3]]]
+    reader = io.BytesIO(b"".join(encode_request(r) for r in requests))
+    writer = io.BytesIO()
+    serve(reader, writer)
+    replies = io.BytesIO(writer.getvalue())
+    verdicts = []
+    for request in requests:
+        size = frame_length(replies.read(4))
+        verdicts.append([p is None for p in decode_reply(replies.read(size), len(request))])
+    assert replies.read() == b""
+    assert verdicts == [[True, True], [False], [True, False, True]]
+
+
+def test_serve_refuses_a_stream_cut_inside_a_frame() -> None:
+    frame = encode_request(VALID[:1])
+    with pytest.raises(WorkerProtocolError, match="short of a frame"):
+        serve(io.BytesIO(frame[:-10]), io.BytesIO())
