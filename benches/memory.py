@@ -10,8 +10,10 @@ before the next starts (the large one needs ~2 x 0.85 GB of disk at the default 
 
 Prints one JSON line: {"small", "large", "small_peak_rss_mb", "large_peak_rss_mb", "ratio"
 (large/small VmHWM), "ratio_anon" (large/small sampled peak RssAnon), and per size the sampled
-peaks of VmRSS, RssAnon and RssFile, sync seconds, the downstream's CPU seconds, the upstream's
-peak RSS, the preload time and the downstream's log events}.
+peaks of VmRSS, RssAnon and RssFile, sync seconds, the downstream's CPU seconds, the VmHWM and
+CPU seconds of its verifier worker processes (separate processes, not in its RSS; each holds at
+most one batch of chunks), the upstream's peak RSS, the preload time and the downstream's log
+events}.
 
 Reading the numbers: RssAnon is the process's own memory (Python objects, LevelDB memtables
 and block cache). RssFile is file pages mapped into the process: shared libraries, and LevelDB's
@@ -67,6 +69,9 @@ def measure(count: int, args: argparse.Namespace) -> dict[str, Any]:
                 watch_sync(down, count, watch, timeout=args.timeout, interval=args.interval, on_sample=sample)
                 peak_kb = proc_status_kb(pid, "VmHWM")
                 cpu_s = cpu_seconds(pid)
+                workers = down.verify_worker_pids()
+                workers_kb = [proc_status_kb(w, "VmHWM") for w in workers]
+                workers_cpu_s = sum(cpu_seconds(w) for w in workers)
                 up_peak_kb = proc_status_kb(pid_of(up), "VmHWM")
             events = log_events(down)
         assert watch.synced is not None
@@ -78,6 +83,8 @@ def measure(count: int, args: argparse.Namespace) -> dict[str, Any]:
             "upstream_peak_rss_mb": round(up_peak_kb / 1024, 1),
             "sync_s": round(watch.synced - watch.spawned, 2),
             "downstream_cpu_s": round(cpu_s, 1),
+            "workers_peak_rss_mb": [round(kb / 1024, 1) for kb in workers_kb],
+            "workers_cpu_s": round(workers_cpu_s, 1),
             "preload_s": round(preload_s, 1),
             "log": events,
         }

@@ -18,7 +18,10 @@ Prints one JSON line. Times are seconds:
 - ``fully_synced_s``: from spawning B until ``fully_synced`` is also true.
 
 The ingest rates are the best of ``--ingest-repeats`` passes; ``ratio_vs_put`` compares with one
-``put`` per chunk, which is what the downstream does on every delivery in this version.
+``put`` per chunk. The ingest runs in one process, as the task defines the local ingest limit; B
+verifies deliveries in verifier worker processes (``swarm node --verify-workers``, by default one
+per core beyond the first: one on a 2-core machine), so it uses the second core the way any
+node would. ``--verify-workers 0`` measures B verifying in its own process, like the ingest.
 
 Overhead, from B's ``/sync`` stats for peer A (payload = span + payload bytes of chunk deliveries):
 
@@ -32,14 +35,15 @@ Overhead, from B's ``/sync`` stats for peer A (payload = span + payload bytes of
   historical offer of A) and ``overhead_out_reverse`` (the rest: the reverse direction and
   control messages); ``reverse_offered_hashes``/``reverse_wanted`` are A's counters for B.
 
-``cpu_chunks_per_s``: chunks B stored after the first poll that saw one / B's CPU seconds over
-the same stretch: the rate B would reach with a CPU to itself (its serving A and answering the
-polls included); ``cpu_ratio`` = that / ``ingest_cpu_chunks_per_s`` (the put_many ingest per
-CPU second of the bench process; both count LevelDB's compaction thread). Unlike the wall-clock numbers it
-hardly moves with other load on the machine.
+``cpu_chunks_per_s``: chunks B stored after the first poll that saw one / the CPU seconds of B
+and its verifier workers over the same stretch: the rate B would reach with CPUs to itself (its
+serving A and answering the polls included); ``cpu_ratio`` = that / ``ingest_cpu_chunks_per_s``
+(the put_many ingest per CPU second of the bench process; both count LevelDB's compaction
+thread). Unlike the wall-clock numbers it hardly moves with other load on the machine.
 
 ``cpu_a_s`` is A's user+system CPU seconds from B's spawn to the end, ``cpu_b_s`` B's whole life
-(start-up included); with 2 CPUs a total near ``2 * sync_s`` means CPU-bound. ``loss_b`` holds
+(start-up included), ``cpu_b_workers_s`` its verifier workers' (``verify_workers`` of them); with 2
+CPUs a total near ``2 * sync_s`` means CPU-bound. ``loss_b`` holds
 B's non-zero loss counters for A, ``log`` the disconnects and warnings in each node's log (the
 nodes run at INFO level). ``--py-spy FILE`` records B's CPU profile during the sync.
 
@@ -168,6 +172,11 @@ def pid_of(node: NodeProcess) -> int:
     return node.proc.pid
 
 
+def workers_cpu_seconds(node: NodeProcess) -> float:
+    """CPU seconds of the node's live verifier worker processes."""
+    return sum(cpu_seconds(pid) for pid in node.verify_worker_pids())
+
+
 def log_events(node: NodeProcess) -> dict[str, Any]:
     """Connection churn and trouble in a node's log (the benches run nodes at INFO level)."""
     try:
@@ -278,8 +287,10 @@ def quiet_loss(stats: dict[str, int]) -> dict[str, int]:
     return {name: stats[name] for name in names if stats.get(name)}
 
 
-def start_downstream(data_dir: Path, upstreams: Iterable[NodeProcess]) -> tuple[NodeProcess, SyncWatch]:
-    node = NodeProcess(data_dir, peers=[u.p2p for u in upstreams])
+def start_downstream(
+    data_dir: Path, upstreams: Iterable[NodeProcess], extra: Iterable[str] = ()
+) -> tuple[NodeProcess, SyncWatch]:
+    node = NodeProcess(data_dir, peers=[u.p2p for u in upstreams], extra=extra)
     watch = SyncWatch(spawned=time.monotonic())
     node.start()
     watch.up = time.monotonic()
@@ -351,12 +362,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         load_before = load_average()
         with NodeProcess(tmp / "a") as a:
             cpu_a0 = cpu_seconds(pid_of(a))
-            b, watch = start_downstream(tmp / "b", [a])
+            workers = [] if args.verify_workers is None else ["--verify-workers", str(args.verify_workers)]
+            b, watch = start_downstream(tmp / "b", [a], workers)
             cpu_b_first: list[float] = []
 
             def note_first(watch: SyncWatch, doc: dict[str, Any]) -> None:
                 if watch.first is not None and not cpu_b_first:
-                    cpu_b_first.append(cpu_seconds(pid_of(b)))
+                    cpu_b_first.append(cpu_seconds(pid_of(b)) + workers_cpu_seconds(b))
                     cpu_b_first.append(doc["chunks"])
 
             with b, py_spy(pid_of(b), args.py_spy, native=args.native):
@@ -364,6 +376,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     b, args.chunks, watch, timeout=args.timeout, interval=args.interval, on_sample=note_first
                 )
                 cpu_a, cpu_b = cpu_seconds(pid_of(a)) - cpu_a0, cpu_seconds(pid_of(b))
+                cpu_b_workers = workers_cpu_seconds(b)
+                verify_workers = b.sync()["verify_workers"]
                 rss_b = proc_status_kb(pid_of(b), "VmHWM") / 1024
                 a_doc = a.sync()
             events = {"a": log_events(a), "b": log_events(b)}
@@ -378,7 +392,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         reverse_bytes = stats["protocol_bytes_out"] - want_bytes
         a_serving_b = next(p for p in a_doc["peers"] if p["overlay"] == b.overlay)
         sync_rate = args.chunks / sync_s
-        cpu_spent = cpu_b - cpu_b_first[0]
+        cpu_spent = cpu_b + cpu_b_workers - cpu_b_first[0]
         cpu_rate = (args.chunks - cpu_b_first[1]) / cpu_spent if cpu_spent > 0 else 0.0
         return {
             "chunks": args.chunks,
@@ -416,6 +430,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "log": events,
             "cpu_a_s": round(cpu_a, 2),
             "cpu_b_s": round(cpu_b, 2),
+            "cpu_b_workers_s": round(cpu_b_workers, 2),
+            "verify_workers": verify_workers,
             "peak_rss_b_mb": round(rss_b, 1),
             "polls": watch.samples,
             "loadavg_before": load_before,
@@ -445,6 +461,13 @@ def main() -> None:
         help="profile B with py-spy (pip install py-spy) during the sync; collapsed stacks to FILE",
     )
     parser.add_argument("--native", action="store_true", help="with --py-spy: include native (C) frames")
+    parser.add_argument(
+        "--verify-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="B's verifier worker processes (default: the node's own default, one per spare core)",
+    )
     parser.add_argument(
         "--runs", type=_positive, default=1, help="repeat the measurement, report every ratio (default 1)"
     )

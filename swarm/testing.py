@@ -152,6 +152,21 @@ class NodeProcess:
         doc: dict[str, Any] = self.get("/sync").json()
         return doc
 
+    def verify_worker_pids(self) -> list[int]:
+        """PIDs of the chunk-verifier worker processes this node started (Linux /proc)."""
+        assert self.proc is not None
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    cmdline = (entry / "cmdline").read_bytes()
+                except (OSError, IndexError, ValueError):
+                    continue
+                if ppid == self.proc.pid and b"syncer.verify_worker" in cmdline:
+                    found.append(int(entry.name))
+        return found
+
     def stop(self, timeout: float = 15.0) -> int:
         """SIGTERM and wait: a clean shutdown. Returns the exit status."""
         assert self.proc is not None

@@ -1,9 +1,11 @@
 """The pulling side of pull syncing: node-wide state, and the policy of which bins to pull.
 
 `Puller` owns the `BatchTracker` (one transfer per chunk across all peers), the persisted
-intervals and the per-peer statistics, and `store_chunk` is the one door through which chunks
-enter the local store, so that every batch waiting for a chunk learns when it arrives. It starts a
-`PeerPuller` (`syncer.peer_puller`) for each connected upstream.
+intervals, the per-peer statistics and the node's `ChunkVerifier`, and `store_chunk` /
+`store_chunks` are the one door through which chunks enter the local store, so that every batch
+waiting for a chunk learns when it arrives. It starts a `PeerPuller` (`syncer.peer_puller`) for
+each connected upstream; synced chunks reach the door through that peer's `DeliveryIntake`
+(`syncer.deliveries`), verified in the verifier's worker processes.
 """
 
 from __future__ import annotations

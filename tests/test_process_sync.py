@@ -38,21 +38,6 @@ def chunk_set(count: int, seed: int) -> tuple[Chunk, ...]:
     return tuple(random_chunks(count, seed=seed))
 
 
-def verify_workers_of(pid: int) -> list[int]:
-    """PIDs of the chunk-verifier worker processes that `pid` started."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                cmdline = (entry / "cmdline").read_bytes()
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == pid and b"syncer.verify_worker" in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
 def running(pid: int) -> bool:
     """The process exists and is not a zombie."""
     try:
@@ -133,8 +118,7 @@ def test_sigkill_mid_historical_sync_resumes_without_retransfer(tmp_path: Path) 
         b = NodeProcess(tmp_path / "b", peers=[a.p2p], extra=["--verify-workers", "1"])
         with b:
             poll(lambda: sync_doc(b)["chunks"] >= 500, timeout=SYNC_TIMEOUT, interval=0.01)
-            assert b.proc is not None
-            workers = verify_workers_of(b.proc.pid)
+            workers = b.verify_worker_pids()
             assert len(workers) == 1 and sync_doc(b)["verify_workers"] == 1
             b.kill()
         # the worker sees its stdin close and exits: no orphan outlives its node
@@ -246,8 +230,7 @@ def test_sigterm_mid_sync_exits_cleanly_and_resumes(tmp_path: Path, victim: str)
         with b:
             poll(lambda: sync_doc(b)["chunks"] >= 300, timeout=SYNC_TIMEOUT, interval=0.01)
             if victim == "downstream":
-                assert b.proc is not None
-                workers = verify_workers_of(b.proc.pid)
+                workers = b.verify_worker_pids()
                 assert b.stop() == 0
                 assert workers and not any(running(pid) for pid in workers)
                 no_traceback(b)
