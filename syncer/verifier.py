@@ -40,11 +40,16 @@ log = logging.getLogger(__name__)
 
 MAX_WORKERS = 8
 PIPE_SIZE = 1 << 20
+SEND_TIMEOUT = 30.0
 
 
 def default_workers() -> int:
-    """One worker per core beyond the first (the node's own), at most 4."""
-    return max(0, min(4, (os.cpu_count() or 1) - 1))
+    """One worker per core this process may run on beyond the first (the node's own), at most 4."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(4, cores - 1))
 
 
 class Verdicts:
@@ -112,7 +117,11 @@ class ChunkVerifier:
                 start = partial(
                     trio.run_process, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, check=False
                 )
-                worker = _Worker(number, await nursery.start(start))
+                try:
+                    worker = _Worker(number, await nursery.start(start))
+                except OSError as exc:
+                    log.error("cannot start chunk verifier worker %d (%s); verifying with fewer", number, exc)
+                    break
                 self._workers.append(worker)
                 nursery.start_soon(self._read_replies, worker)
             task_status.started(self)
@@ -127,14 +136,18 @@ class ChunkVerifier:
         worker = min(live, key=lambda w: len(w.pending))
         request = encode_request(chunks)
         worker.pending.append(verdicts)  # before any await: replies pair with requests by order
-        # A request half-written would corrupt the stream: once started it is finished (the
-        # worker is always reading, or dead, in which case the write fails at once).
-        with trio.CancelScope(shield=True):
+        # A request half-written would corrupt the stream, so a cancelled caller does not cut it
+        # off. The worker is always reading (or dead, and the write fails at once); one that
+        # stops reading for SEND_TIMEOUT is given up and killed.
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + SEND_TIMEOUT) as scope:
             async with worker.send_lock:
                 try:
                     await worker.stdin.send_all(request)
                 except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                     worker.failed(f"its stdin broke: {exc!r}")
+        if scope.cancelled_caught:
+            worker.failed(f"it read no request for {SEND_TIMEOUT:g}s")
+            worker.process.kill()
         return verdicts
 
     async def _read_replies(self, worker: _Worker) -> None:

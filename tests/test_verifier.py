@@ -96,3 +96,41 @@ def test_worker_count_is_checked() -> None:
         ChunkVerifier(9)
     with pytest.raises(ValueError, match=r"0\.\.8"):
         ChunkVerifier(-1)
+
+
+async def test_a_worker_that_stops_reading_is_given_up(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stopped worker fills its pipe; the submit that cannot finish its request within the send
+    timeout gives the worker up (killing it) instead of hanging, and nothing goes unanswered."""
+    monkeypatch.setattr("syncer.verifier.SEND_TIMEOUT", 0.5)
+    big = CHUNKS * 5  # 300 chunks, 1.2 MB per request: more than the 1 MiB pipe holds
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(1).run)
+            (worker,) = verifier._workers
+            os.kill(worker.process.pid, signal.SIGSTOP)
+            try:
+                pending = [await verifier.submit(big) for _ in range(2)]
+            finally:
+                os.kill(worker.process.pid, signal.SIGCONT)
+            for verdicts in pending:
+                assert await verdicts.wait() == [None] * len(big)
+            assert verifier.live_workers == 0
+            await worker.process.wait()
+            assert worker.process.returncode == -signal.SIGKILL
+            nursery.cancel_scope.cancel()
+    assert any("read no request for 0.5s" in r.message for r in caplog.records)
+
+
+async def test_a_worker_that_cannot_start_leaves_inline_verification(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("sys.executable", "/nonexistent/python")
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(2).run)
+            assert verifier.live_workers == 0
+            assert await (await verifier.submit(MIXED[:10])).wait() == EXPECTED[:10]
+            nursery.cancel_scope.cancel()
+    assert any("cannot start chunk verifier worker 0" in r.message for r in caplog.records)
