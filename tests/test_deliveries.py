@@ -1,0 +1,114 @@
+"""DeliveryIntake against a real store and a real verifier; the connection is a recording double."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import trio
+
+from localstore import Chunk, LocalStore
+from streamer.errors import RemoteProtocolError
+from streamer.messages import ChunkDelivery, GoodbyeCode
+from swarm.testing import random_chunks
+from syncer.deliveries import BATCH, IN_FLIGHT, QUEUE, DeliveryIntake
+from syncer.downstream import Puller
+from syncer.verifier import ChunkVerifier, Verdicts
+
+PEER = bytes(range(32))
+CHUNKS = random_chunks(40, seed=321)
+
+
+@dataclass
+class RecordingConnection:
+    """What the intake uses of a PeerConnection: the peer's overlay and `broke_protocol`."""
+
+    overlay: bytes = PEER
+    violations: list[RemoteProtocolError] = field(default_factory=list)
+
+    def broke_protocol(self, violation: RemoteProtocolError) -> None:
+        self.violations.append(violation)
+
+
+class StalledVerifier(ChunkVerifier):
+    """Accepts every batch and never answers: what a hopelessly slow verifier looks like."""
+
+    async def submit(self, chunks: list[Chunk]) -> Verdicts:
+        return Verdicts(chunks)
+
+
+def delivery(index: int, data: bytes) -> ChunkDelivery:
+    return ChunkDelivery(0, False, 1, index, data)
+
+
+@asynccontextmanager
+async def intake_with(
+    tmp_path: Path, verifier: ChunkVerifier
+) -> AsyncIterator[tuple[DeliveryIntake, Puller]]:
+    with LocalStore(tmp_path / "store", bytes(32)) as store:
+        puller = Puller(store, verifier=verifier)
+        conn = RecordingConnection()
+        intake = DeliveryIntake(puller, conn, puller.stats_of(PEER))  # type: ignore[arg-type]
+        yield intake, puller
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+async def test_close_stores_everything_that_arrived(tmp_path: Path, workers: int) -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(workers).run)
+            async with intake_with(tmp_path, verifier) as (intake, puller):
+                for i, chunk in enumerate(CHUNKS):
+                    await intake.put(chunk, delivery(i, chunk.data))
+                intake.close()  # before run starts: it still finishes what came
+                await intake.run()
+                assert all(puller.store.has(c.address) for c in CHUNKS)
+                stats = puller.stats_of(PEER)
+                assert stats["delivered"] == len(CHUNKS) and stats["invalid"] == stats["repeat"] == 0
+                assert intake.conn.violations == []  # type: ignore[attr-defined]
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+async def test_an_invalid_chunk_drops_the_peer_and_the_valid_ones_are_kept(
+    tmp_path: Path, workers: int
+) -> None:
+    forged = Chunk(CHUNKS[5].address, CHUNKS[6].data)
+    arrivals = [*CHUNKS[:5], forged, *CHUNKS[6:10], CHUNKS[0]]  # and a repeat of the first
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(workers).run)
+            async with intake_with(tmp_path, verifier) as (intake, puller):
+                for i, chunk in enumerate(arrivals):
+                    await intake.put(chunk, delivery(i, chunk.data))
+                intake.close()
+                await intake.run()
+                store = puller.store
+                assert not store.has(forged.address)
+                assert all(store.get(c.address).data == c.data for c in [*CHUNKS[:5], *CHUNKS[6:10]])
+                stats = puller.stats_of(PEER)
+                assert (stats["delivered"], stats["repeat"], stats["invalid"]) == (10, 1, 1)
+                (violation,) = intake.conn.violations  # type: ignore[attr-defined]
+                assert violation.code == GoodbyeCode.INVALID_CHUNK
+                assert forged.address.hex() in str(violation) and "hashes to" in str(violation)
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_stalled_verifier_holds_a_bounded_number_of_chunks(tmp_path: Path) -> None:
+    """Backpressure: with no verdicts coming, `put` stops accepting at the queue plus the batches
+    in flight, so a fast upstream cannot make memory grow."""
+    bound = QUEUE + (IN_FLIGHT + 1) * BATCH
+    chunks = (CHUNKS * (bound // len(CHUNKS) + 2))[: bound + 50]
+    accepted = 0
+    with trio.fail_after(30):
+        async with intake_with(tmp_path, StalledVerifier()) as (intake, _), trio.open_nursery() as nursery:
+            nursery.start_soon(intake.run)
+            with trio.move_on_after(1):
+                for i, chunk in enumerate(chunks):
+                    await intake.put(chunk, delivery(i % 128, chunk.data))
+                    accepted += 1
+            nursery.cancel_scope.cancel()
+    assert accepted == bound
