@@ -32,7 +32,10 @@ def sync_every_bin(peer_po: int, depth: int) -> list[int]:
 
 @dataclass(frozen=True)
 class PullerConfig:
-    max_incomplete: int = 2  # batches per stream waiting for their chunks
+    # Batches per stream waiting for their chunks. 4 syncs faster (benches/sync, alternated runs:
+    # ratio 0.83 vs 0.74 on average, mostly in the one-stream tail) but would double what a crash
+    # makes the node fetch twice: up to max_incomplete * 128 chunks per stream.
+    max_incomplete: int = 2
     batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
     cursor_timeout: float = 30.0
     cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag
