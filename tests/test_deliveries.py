@@ -55,16 +55,21 @@ async def intake_with(
         yield intake, puller
 
 
+async def deliver_and_drain(intake: DeliveryIntake, chunks: list[Chunk]) -> None:
+    """Queue every chunk, close the intake before it runs, then run it: it finishes what came."""
+    for i, chunk in enumerate(chunks):
+        await intake.put(chunk, delivery(i, chunk.data))
+    intake.close()
+    await intake.run()
+
+
 @pytest.mark.parametrize("workers", [0, 1])
 async def test_close_stores_everything_that_arrived(tmp_path: Path, workers: int) -> None:
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             verifier = await nursery.start(ChunkVerifier(workers).run)
             async with intake_with(tmp_path, verifier) as (intake, puller):
-                for i, chunk in enumerate(CHUNKS):
-                    await intake.put(chunk, delivery(i, chunk.data))
-                intake.close()  # before run starts: it still finishes what came
-                await intake.run()
+                await deliver_and_drain(intake, CHUNKS)
                 assert all(puller.store.has(c.address) for c in CHUNKS)
                 stats = puller.stats_of(PEER)
                 assert stats["delivered"] == len(CHUNKS) and stats["invalid"] == stats["repeat"] == 0
@@ -82,10 +87,7 @@ async def test_an_invalid_chunk_drops_the_peer_and_the_valid_ones_are_kept(
         async with trio.open_nursery() as nursery:
             verifier = await nursery.start(ChunkVerifier(workers).run)
             async with intake_with(tmp_path, verifier) as (intake, puller):
-                for i, chunk in enumerate(arrivals):
-                    await intake.put(chunk, delivery(i, chunk.data))
-                intake.close()
-                await intake.run()
+                await deliver_and_drain(intake, arrivals)
                 store = puller.store
                 assert not store.has(forged.address)
                 assert all(store.get(c.address).data == c.data for c in [*CHUNKS[:5], *CHUNKS[6:10]])
