@@ -1,13 +1,17 @@
 """Kademlia peer table, depth, saturation and peer suggestion strategies.
 
-The pure core (this package's public API) imports only the stdlib and ``pot``.
+The pure core (this package's public API) imports only the stdlib and ``pot``. ``MAX_PO``, the deepest
+bin, is ``pot.MAX_PO`` (defined at the bottom so that every layer binning addresses shares it).
 """
+
+from pot import MAX_PO
 
 from .depth import neighbourhood_depth, sync_bins
 from .suggest import (
     STRATEGIES,
     FirstStrategy,
     GapStrategy,
+    HottestStrategy,
     SuggestionStrategy,
     TemperatureStrategy,
     get_strategy,
@@ -17,10 +21,12 @@ from .suggest import (
 from .table import BinSummary, PeerTable, TableSnapshot
 
 __all__ = [
+    "MAX_PO",
     "STRATEGIES",
     "BinSummary",
     "FirstStrategy",
     "GapStrategy",
+    "HottestStrategy",
     "PeerTable",
     "SuggestionStrategy",
     "TableSnapshot",

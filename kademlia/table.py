@@ -5,9 +5,10 @@ Pure: it takes overlay addresses and returns values; the connection manager arou
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pot import Pot, proximity
+from pot import MAX_PO, Pot, proximity
 
 from .depth import neighbourhood_depth, sync_bins
 
@@ -67,8 +68,11 @@ class PeerTable:
     """Known and connected peers of the node ``base``, grouped by bin = ``min(proximity, max_po)``.
 
     Every connected peer is also known. Known peers of a bin keep the order in which they were first
-    learned; connected peers the order in which they were connected. The pot of connected peers (the set
-    S of the address-space gap definition) is maintained incrementally.
+    learned; connected peers the order in which they were connected. The pot of connected peers with the
+    base (the set S of the address-space gap definition) is maintained incrementally; so is the pot of each
+    bin's *candidates* (known, not connected), from the first time it is asked for: the gap searches of
+    peer suggestion descend it instead of scoring every candidate, and bins nobody searches (saturated
+    ones, which receive most gossip) never pay for one.
     """
 
     def __init__(
@@ -78,7 +82,7 @@ class PeerTable:
         neighbourhood_size: int = 3,
         saturation: int = 4,
         over_saturation: int = 8,
-        max_po: int = 31,
+        max_po: int = MAX_PO,
     ) -> None:
         if not isinstance(base, bytes) or not base:
             raise ValueError(f"base must be a non-empty bytes address, got {base!r}")
@@ -99,8 +103,9 @@ class PeerTable:
         self._known: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._connected: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._bin: dict[bytes, int] = {}  # every known peer -> its bin
-        self._pot = Pot()
         self._pot_with_base = Pot().add(base)
+        self._pot: Pot | None = Pot()  # without the base: derived when asked for, None when stale
+        self._candidates: list[Pot | None] = [None] * (max_po + 1)  # None: not built yet
         self._depth: int | None = None
 
     # -- addresses ---------------------------------------------------------------------------------
@@ -118,14 +123,28 @@ class PeerTable:
 
     # -- changes ----------------------------------------------------------------------------------
 
+    def bin_region(self, po: int) -> tuple[bytes, int]:
+        """Bin ``po`` as a pot region ``(prefix, bits)``: the base with bit ``po`` flipped, ``po + 1`` bits.
+
+        The last bin (``max_po``) also holds every deeper peer: its region is the base's first ``max_po``
+        bits (which the base shares too; it is never a candidate).
+        """
+        self._check_bin(po)
+        if po == self.max_po:
+            return self.base, po
+        key = int.from_bytes(self.base) ^ (1 << (len(self.base) * 8 - 1 - po))
+        return key.to_bytes(len(self.base)), po + 1
+
     def add_known(self, overlay: bytes) -> bool:
         """Learn a peer; True if it was not known before."""
-        po = self.bin_of(overlay)
-        if overlay in self._bin:
+        if overlay in self._bin:  # the common case when gossip repeats itself: no proximity to compute
             return False
+        po = self.bin_of(overlay)
         self._bin[overlay] = po
         self._known[po][overlay] = None
-        self._depth = None
+        pot = self._candidates[po]
+        if pot is not None:
+            self._candidates[po] = pot.add(overlay)
         return True
 
     def remove_known(self, overlay: bytes) -> bool:
@@ -136,7 +155,9 @@ class PeerTable:
         self.disconnect(overlay)
         del self._bin[overlay]
         del self._known[po][overlay]
-        self._depth = None
+        pot = self._candidates[po]
+        if pot is not None:
+            self._candidates[po] = pot.remove(overlay)
         return True
 
     def connect(self, overlay: bytes) -> bool:
@@ -146,8 +167,11 @@ class PeerTable:
         if overlay in self._connected[po]:
             return False
         self._connected[po][overlay] = None
-        self._pot = self._pot.add(overlay)
         self._pot_with_base = self._pot_with_base.add(overlay)
+        self._pot = None
+        pot = self._candidates[po]
+        if pot is not None:
+            self._candidates[po] = pot.remove(overlay)
         self._depth = None
         return True
 
@@ -157,8 +181,11 @@ class PeerTable:
         if overlay not in self._connected[po]:
             return False
         del self._connected[po][overlay]
-        self._pot = self._pot.remove(overlay)
         self._pot_with_base = self._pot_with_base.remove(overlay)
+        self._pot = None
+        pot = self._candidates[po]
+        if pot is not None:
+            self._candidates[po] = pot.add(overlay)
         self._depth = None
         return True
 
@@ -181,6 +208,22 @@ class PeerTable:
         """Connected peers of bin ``po``, in the order connected."""
         return list(self._connected[self._check_bin(po)])
 
+    def unconnected(self, po: int) -> Iterator[bytes]:
+        """Known, unconnected peers of bin ``po``, lazily, in the order first learned."""
+        connected = self._connected[self._check_bin(po)]
+        return (p for p in self._known[po] if p not in connected)
+
+    def unconnected_count(self, po: int) -> int:
+        """How many known peers of bin ``po`` are not connected."""
+        return len(self._known[self._check_bin(po)]) - len(self._connected[po])
+
+    def candidates(self, po: int) -> Pot:
+        """The known, unconnected peers of bin ``po`` as a pot (built on first use, then kept current)."""
+        pot = self._candidates[self._check_bin(po)]
+        if pot is None:
+            pot = self._candidates[po] = Pot.from_addresses(self.unconnected(po))
+        return pot
+
     def known_peers(self) -> list[bytes]:
         """Every known peer, shallowest bin first."""
         return [p for peers in self._known for p in peers]
@@ -195,11 +238,15 @@ class PeerTable:
 
     def connected_count(self) -> int:
         """How many peers are connected."""
-        return len(self._pot)
+        return len(self._pot_with_base) - 1
 
     def connected_pot(self, with_base: bool = True) -> Pot:
         """The connected peers as a pot; with the base it is the set S of the address-space gap definition."""
-        return self._pot_with_base if with_base else self._pot
+        if with_base:
+            return self._pot_with_base
+        if self._pot is None:
+            self._pot = self._pot_with_base.remove(self.base)
+        return self._pot
 
     # -- depth, saturation, sync ------------------------------------------------------------------
 
@@ -213,9 +260,7 @@ class PeerTable:
         it keeps every chunk routed to it. See :func:`~kademlia.depth.neighbourhood_depth`.
         """
         if self._depth is None:
-            self._depth = neighbourhood_depth(
-                [len(c) for c in self._connected], [len(k) for k in self._known], self.neighbourhood_size
-            )
+            self._depth = neighbourhood_depth([len(c) for c in self._connected], self.neighbourhood_size)
         return self._depth
 
     def is_saturated(self, po: int) -> bool:

@@ -6,7 +6,15 @@ paths, so it is one integer XOR and a ``bit_length`` rather than a loop over byt
 
 from __future__ import annotations
 
-__all__ = ["proximity"]
+__all__ = ["MAX_PO", "proximity"]
+
+MAX_PO = 31
+"""The deepest Kademlia bin (and pull-index bin): proximity orders at or above it share bin ``MAX_PO``.
+
+The reference caps bins at 31 (``swarm.MaxPO``); the pot itself works on full addresses and never caps.
+It is defined here, at the bottom of the stack, because every layer that bins addresses (kademlia, the
+localstore's pull index, the stream messages, the sync intervals) may import ``pot`` and nothing above it.
+"""
 
 
 def proximity(a: bytes, b: bytes) -> int:
