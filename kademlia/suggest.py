@@ -161,20 +161,6 @@ def _always(_: bytes) -> bool:
     return True
 
 
-def _unsaturated_bins(table: PeerTable) -> list[int]:
-    """Bins with fewer than ``saturation`` connected peers and an unconnected known peer, shallowest first."""
-    return [
-        po
-        for po in range(table.max_po + 1)
-        if table.unconnected_count(po) and len(table.connected(po)) < table.saturation
-    ]
-
-
-def _neighbourhood_bins(table: PeerTable) -> list[int]:
-    """Bins at or beyond depth with an unconnected known peer, shallowest first."""
-    return [po for po in range(table.depth(), table.max_po + 1) if table.unconnected_count(po)]
-
-
 def suggest_peer(
     table: PeerTable,
     strategy: SuggestionStrategy,
@@ -198,7 +184,7 @@ def suggest_peer(
     below the final depth stop at ``saturation`` peers instead of taking every known peer. The order in
     which a strategy takes bins does not change that end state's conditions.
     """
-    for bins in (_unsaturated_bins(table), _neighbourhood_bins(table)):
+    for bins in (table.unsaturated_bins(), table.neighbourhood_bins()):
         if bins:
             peer = strategy.pick(table, bins, is_callable)
             if peer is not None:
@@ -208,7 +194,7 @@ def suggest_peer(
 
 def is_settled(table: PeerTable, is_callable: IsCallable = _always) -> bool:
     """Whether :func:`suggest_peer` has nothing to suggest (with any strategy)."""
-    for bins in (_unsaturated_bins(table), _neighbourhood_bins(table)):
+    for bins in (table.unsaturated_bins(), table.neighbourhood_bins()):
         for po in bins:
             if any(is_callable(p) for p in table.unconnected(po)):
                 return False

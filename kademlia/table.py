@@ -6,62 +6,15 @@ Pure: it takes overlay addresses and returns values; the connection manager arou
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from functools import partial
 
 from pot import MAX_PO, Pot, proximity
 
 from .depth import neighbourhood_depth, sync_bins
+from .lazypot import LazyPot
+from .snapshot import BinSummary, TableSnapshot
 
 __all__ = ["BinSummary", "PeerTable", "TableSnapshot"]
-
-
-@dataclass(frozen=True)
-class BinSummary:
-    """One bin of a :class:`TableSnapshot`."""
-
-    po: int
-    known: int
-    connected: int
-    connected_peers: tuple[bytes, ...]
-
-
-@dataclass(frozen=True)
-class TableSnapshot:
-    """A point-in-time summary of a table, for the topology view."""
-
-    base: bytes
-    depth: int
-    neighbourhood_size: int
-    bins: tuple[BinSummary, ...]
-
-    @property
-    def known(self) -> int:
-        """All known peers (connected ones included)."""
-        return sum(b.known for b in self.bins)
-
-    @property
-    def connected(self) -> int:
-        """All connected peers."""
-        return sum(b.connected for b in self.bins)
-
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready form, addresses in hex."""
-        return {
-            "base": self.base.hex(),
-            "depth": self.depth,
-            "neighbourhood_size": self.neighbourhood_size,
-            "known": self.known,
-            "connected": self.connected,
-            "bins": [
-                {
-                    "po": b.po,
-                    "known": b.known,
-                    "connected": b.connected,
-                    "connected_peers": [p.hex() for p in b.connected_peers],
-                }
-                for b in self.bins
-            ],
-        }
 
 
 class PeerTable:
@@ -69,10 +22,12 @@ class PeerTable:
 
     Every connected peer is also known. Known peers of a bin keep the order in which they were first
     learned; connected peers the order in which they were connected. The pot of connected peers with the
-    base (the set S of the address-space gap definition) is maintained incrementally; so is the pot of each
-    bin's *candidates* (known, not connected), from the first time it is asked for: the gap searches of
-    peer suggestion descend it instead of scoring every candidate, and bins nobody searches (saturated
-    ones, which receive most gossip) never pay for one.
+    base (the set S of the address-space gap definition) is kept as a pot, and so is each bin's
+    *candidates* (known, not connected), which the gap searches of peer suggestion descend instead of
+    scoring every candidate; both are brought up to date when read (``kademlia.lazypot``).
+
+    ``max_known_per_bin`` bounds the address book: a peer learned into a bin that already holds that many
+    candidates is not kept (None: no bound). Connected peers never count against it.
     """
 
     def __init__(
@@ -83,6 +38,7 @@ class PeerTable:
         saturation: int = 4,
         over_saturation: int = 8,
         max_po: int = MAX_PO,
+        max_known_per_bin: int | None = None,
     ) -> None:
         if not isinstance(base, bytes) or not base:
             raise ValueError(f"base must be a non-empty bytes address, got {base!r}")
@@ -94,19 +50,27 @@ class PeerTable:
             raise ValueError(f"over_saturation ({over_saturation}) must be >= saturation ({saturation})")
         if max_po < 0:
             raise ValueError(f"max_po must not be negative, got {max_po}")
+        if max_known_per_bin is not None and max_known_per_bin < 1:
+            raise ValueError(f"max_known_per_bin must be at least 1, got {max_known_per_bin}")
         self.base = base
         self.neighbourhood_size = neighbourhood_size
         self.saturation = saturation
         self.over_saturation = over_saturation
         self.max_po = max_po
+        self.max_known_per_bin = max_known_per_bin
         # Dicts used as insertion-ordered sets.
         self._known: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._connected: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._bin: dict[bytes, int] = {}  # every known peer -> its bin
-        self._pot_with_base = Pot().add(base)
+        self._pot_with_base = LazyPot(self._members, Pot().add(base))
         self._pot: Pot | None = Pot()  # without the base: derived when asked for, None when stale
-        self._candidates: list[Pot | None] = [None] * (max_po + 1)  # None: not built yet
+        self._candidates = [LazyPot(partial(self.unconnected, po)) for po in range(max_po + 1)]
         self._depth: int | None = None
+        self._key = int.from_bytes(base)  # the base as an integer, for bin_of on the hot path of gossip
+        self._nbits = len(base) * 8
+
+    def _members(self) -> list[bytes]:
+        return [self.base, *self.connected_peers()]
 
     # -- addresses ---------------------------------------------------------------------------------
 
@@ -117,9 +81,11 @@ class PeerTable:
                 f"peer address must be {len(self.base)} bytes, got {overlay!r}"
                 f" ({len(overlay) if isinstance(overlay, bytes) else type(overlay).__name__})"
             )
-        if overlay == self.base:
+        distance = self._key ^ int.from_bytes(overlay)
+        if not distance:
             raise ValueError(f"peer address {overlay.hex()} is the table's own base address")
-        return min(proximity(self.base, overlay), self.max_po)
+        po = self._nbits - distance.bit_length()  # pot.proximity, without converting the base every time
+        return po if po < self.max_po else self.max_po
 
     # -- changes ----------------------------------------------------------------------------------
 
@@ -132,19 +98,20 @@ class PeerTable:
         self._check_bin(po)
         if po == self.max_po:
             return self.base, po
-        key = int.from_bytes(self.base) ^ (1 << (len(self.base) * 8 - 1 - po))
+        key = self._key ^ (1 << (self._nbits - 1 - po))
         return key.to_bytes(len(self.base)), po + 1
 
     def add_known(self, overlay: bytes) -> bool:
-        """Learn a peer; True if it was not known before."""
+        """Learn a peer; True if it was not known before (and its bin had room: ``max_known_per_bin``)."""
         if overlay in self._bin:  # the common case when gossip repeats itself: no proximity to compute
             return False
         po = self.bin_of(overlay)
+        known = self._known[po]
+        if not self.has_room(po):
+            return False
         self._bin[overlay] = po
-        self._known[po][overlay] = None
-        pot = self._candidates[po]
-        if pot is not None:
-            self._candidates[po] = pot.add(overlay)
+        known[overlay] = None
+        self._candidates[po].add(overlay)
         return True
 
     def remove_known(self, overlay: bytes) -> bool:
@@ -155,23 +122,22 @@ class PeerTable:
         self.disconnect(overlay)
         del self._bin[overlay]
         del self._known[po][overlay]
-        pot = self._candidates[po]
-        if pot is not None:
-            self._candidates[po] = pot.remove(overlay)
+        self._candidates[po].remove(overlay)
         return True
 
     def connect(self, overlay: bytes) -> bool:
-        """Mark a peer connected (learning it if new); True if it was not connected before."""
-        self.add_known(overlay)
-        po = self._bin[overlay]
+        """Mark a peer connected (learning it if new, whatever the bound); True if it was not connected."""
+        po = self._bin.get(overlay)
+        if po is None:
+            po = self._bin[overlay] = self.bin_of(overlay)
+            self._known[po][overlay] = None
+            self._candidates[po].add(overlay)
         if overlay in self._connected[po]:
             return False
         self._connected[po][overlay] = None
-        self._pot_with_base = self._pot_with_base.add(overlay)
+        self._pot_with_base.add(overlay)
         self._pot = None
-        pot = self._candidates[po]
-        if pot is not None:
-            self._candidates[po] = pot.remove(overlay)
+        self._candidates[po].remove(overlay)
         self._depth = None
         return True
 
@@ -181,11 +147,9 @@ class PeerTable:
         if overlay not in self._connected[po]:
             return False
         del self._connected[po][overlay]
-        self._pot_with_base = self._pot_with_base.remove(overlay)
+        self._pot_with_base.remove(overlay)
         self._pot = None
-        pot = self._candidates[po]
-        if pot is not None:
-            self._candidates[po] = pot.add(overlay)
+        self._candidates[po].add(overlay)
         self._depth = None
         return True
 
@@ -208,6 +172,11 @@ class PeerTable:
         """Connected peers of bin ``po``, in the order connected."""
         return list(self._connected[self._check_bin(po)])
 
+    def has_room(self, po: int) -> bool:
+        """Whether bin ``po`` takes another known peer (fewer candidates than ``max_known_per_bin``)."""
+        cap = self.max_known_per_bin
+        return cap is None or len(self._known[po]) - len(self._connected[po]) < cap
+
     def unconnected(self, po: int) -> Iterator[bytes]:
         """Known, unconnected peers of bin ``po``, lazily, in the order first learned."""
         connected = self._connected[self._check_bin(po)]
@@ -218,11 +187,30 @@ class PeerTable:
         return len(self._known[self._check_bin(po)]) - len(self._connected[po])
 
     def candidates(self, po: int) -> Pot:
-        """The known, unconnected peers of bin ``po`` as a pot (built on first use, then kept current)."""
-        pot = self._candidates[self._check_bin(po)]
-        if pot is None:
-            pot = self._candidates[po] = Pot.from_addresses(self.unconnected(po))
-        return pot
+        """The known, unconnected peers of bin ``po`` as a pot (see ``kademlia.candidates``)."""
+        return self._candidates[self._check_bin(po)].get()
+
+    def connected_bins(self) -> list[tuple[int, list[bytes]]]:
+        """``(po, connected peers)`` for every bin holding a connected peer, shallowest first."""
+        return [(po, list(peers)) for po, peers in enumerate(self._connected) if peers]
+
+    def unsaturated_bins(self) -> list[int]:
+        """Bins with fewer than ``saturation`` connected peers and a candidate, shallowest first."""
+        sat = self.saturation
+        return [
+            po
+            for po, (known, connected) in enumerate(zip(self._known, self._connected, strict=True))
+            if len(connected) < sat and len(known) > len(connected)
+        ]
+
+    def neighbourhood_bins(self) -> list[int]:
+        """Bins at or beyond depth with a candidate, shallowest first."""
+        depth = self.depth()
+        return [
+            po
+            for po in range(depth, self.max_po + 1)
+            if len(self._known[po]) > len(self._connected[po])
+        ]
 
     def known_peers(self) -> list[bytes]:
         """Every known peer, shallowest bin first."""
@@ -238,14 +226,15 @@ class PeerTable:
 
     def connected_count(self) -> int:
         """How many peers are connected."""
-        return len(self._pot_with_base) - 1
+        return sum(map(len, self._connected))
 
     def connected_pot(self, with_base: bool = True) -> Pot:
         """The connected peers as a pot; with the base it is the set S of the address-space gap definition."""
+        pot = self._pot_with_base.get()
         if with_base:
-            return self._pot_with_base
+            return pot
         if self._pot is None:
-            self._pot = self._pot_with_base.remove(self.base)
+            self._pot = pot.remove(self.base)
         return self._pot
 
     # -- depth, saturation, sync ------------------------------------------------------------------
@@ -269,6 +258,20 @@ class PeerTable:
         Saturation only limits bins below depth; in the neighbourhood every known peer is wanted.
         """
         return len(self._connected[self._check_bin(po)]) >= self.saturation
+
+    def accepts(self, overlay: bytes) -> bool:
+        """Whether an inbound connection from ``overlay`` is welcome: it is connected already, or its bin is
+        in the neighbourhood, or holds fewer than ``over_saturation`` connected peers.
+
+        bee refuses the others (``Kad.Pick``); the simulation does too, which keeps popular peers from
+        collecting connections without limit.
+        """
+        po = self.bin_of(overlay)
+        return (
+            overlay in self._connected[po]
+            or po >= self.depth()
+            or len(self._connected[po]) < self.over_saturation
+        )
 
     def over_saturated(self) -> list[bytes]:
         """Connected peers to disconnect: the surplus beyond ``over_saturation`` in each bin below depth.

@@ -9,9 +9,10 @@ from fractions import Fraction
 
 import pytest
 
-from kademlia import PeerTable
-from pot import Pot, proximity
+from kademlia import PeerTable, get_strategy
+from pot import proximity
 from swarm.sim.metrics import (
+    StorageIndex,
     gap_po,
     gap_temperature,
     gini,
@@ -20,7 +21,7 @@ from swarm.sim.metrics import (
     percentile,
     route,
 )
-from swarm.sim.network import Network
+from swarm.sim.network import SimNetwork
 
 
 def a(bits: str) -> bytes:
@@ -109,14 +110,13 @@ def test_mean_and_max_over_mean() -> None:
 # -- greedy routing on a hand-made network ----------------------------------------------------------
 
 
-def hand_network(nodes: Sequence[str], links: Sequence[tuple[str, str]]) -> Network:
-    overlays = [a(n) for n in nodes]
-    tables = [PeerTable(o, max_po=7) for o in overlays]
-    index = {o: i for i, o in enumerate(overlays)}
+def hand_network(nodes: Sequence[str], links: Sequence[tuple[str, str]]) -> SimNetwork:
+    net = SimNetwork(get_strategy("first"), saturation=4, neighbourhood_size=3, max_po=7)
+    for n in nodes:
+        net.join(a(n))
     for x, y in links:
-        tables[index[a(x)]].connect(a(y))
-        tables[index[a(y)]].connect(a(x))
-    return Network(overlays, tables, [0] * len(overlays), index, Pot.from_addresses(overlays))
+        net.connect(net.index[a(x)], net.index[a(y)])
+    return net
 
 
 A, B, C, D, E = "00000000", "10000000", "11000000", "11100000", "01000000"
@@ -182,6 +182,69 @@ def test_route_on_a_random_network_is_greedy_against_brute_force() -> None:
             best = min(range(40), key=lambda u: overlays[u][0] ^ target)
             assert lookup.closest == best
             assert lookup.failed == (last != best)
+
+
+# -- retrieval and storage ----------------------------------------------------------------------------
+
+
+def test_retrieval_at_the_origin_when_it_stores_the_chunk() -> None:
+    # every CHAIN node has fewer than 3 peers: depth 0, so each stores every chunk
+    for target in ("11110000", "01111111", "00000001"):
+        lookup = route(CHAIN, 0, a(target))
+        assert lookup.stored_at == 0 and lookup.retrieval_path == () and lookup.retrieved
+
+
+def kademlia_like(seed: int, n: int = 48) -> SimNetwork:
+    """An 8-bit network where each node is linked to its 4 nearest and 3 random others (depths > 0)."""
+    rng = random.Random(seed)
+    addresses = rng.sample(range(256), n)
+    links = set()
+    for x in addresses:
+        nearest = sorted((y for y in addresses if y != x), key=lambda y: x ^ y)[:4]
+        for y in nearest + rng.sample(addresses, 3):
+            if y != x:
+                links.add((f"{x:08b}", f"{y:08b}"))
+    return hand_network([f"{x:08b}" for x in addresses], sorted(links))
+
+
+def test_retrieval_stops_at_the_first_node_on_the_route_storing_the_chunk() -> None:
+    net = kademlia_like(9)
+    depths = [t.depth() for t in net.tables]
+    assert max(depths) > 0
+    travelled = 0
+    for target in range(256):
+        t = bytes([target])
+        for origin in range(0, 48, 5):
+            lookup = route(net, origin, t)
+            storers = [k for k, v in enumerate(lookup.path) if proximity(net.overlays[v], t) >= depths[v]]
+            assert lookup.stored_at == (storers[0] if storers else -1)
+            assert lookup.retrieved == bool(storers)
+            assert lookup.retrieval_path == lookup.path[1 : lookup.stored_at + 1]
+            travelled += lookup.stored_at > 0
+    assert travelled > 100  # chunks do travel over hops
+
+
+def test_storage_index_counts_the_nodes_whose_neighbourhood_holds_a_chunk() -> None:
+    rng = random.Random(5)
+    addresses = rng.sample(range(256), 30)
+    links = [
+        (f"{addresses[i]:08b}", f"{addresses[j]:08b}")
+        for i in range(30)
+        for j in rng.sample(range(30), 3)
+        if i != j
+    ]
+    net = hand_network([f"{x:08b}" for x in addresses], links)
+    storage = StorageIndex(net)
+    for target in range(256):
+        t = bytes([target])
+        expected = sum(1 for tb in net.tables if proximity(tb.base, t) >= tb.depth())
+        assert storage.replication(t) == expected
+    net.leave(3)
+    storage = StorageIndex(net)
+    t = bytes([7])
+    assert storage.replication(t) == sum(
+        1 for i in net.online_nodes() if proximity(net.overlays[i], t) >= net.tables[i].depth()
+    )
 
 
 # -- gap metrics --------------------------------------------------------------------------------------

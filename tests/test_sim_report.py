@@ -125,6 +125,18 @@ def test_markdown_table_shape() -> None:
     assert "± n/a" in lines[2]  # the single-run row
 
 
+def test_compact_table_has_the_main_columns_means_only() -> None:
+    text = markdown_table(summarise(ROWS, ["first", "gap"]), compact=True)
+    lines = text.strip().splitlines()
+    compact = [m for m in METRICS if m.compact]
+    assert 5 <= len(compact) < len(METRICS)
+    assert all(line.count("|") == len(compact) + 4 for line in lines)
+    assert lines[0] == "| N | strategy | runs | " + " | ".join(m.header for m in compact) + " |"
+    assert "±" not in text
+    assert "failed ↓" in lines[0] and "| 64 | gap | 2 | 2.50 |" in text
+    assert all(len(line) <= 160 for line in lines)  # fits a wide terminal without wrapping
+
+
 def test_plots_are_pngs(tmp_path: Path) -> None:
     written = write_plots(summarise(ROWS, ["first", "gap"]), tmp_path, ["first", "gap"])
     assert [p.name for p in written] == [name for name, *_ in PLOTS]

@@ -1,13 +1,20 @@
-"""Measurements on a simulated network: greedy routing, load inequality, percentiles and gap metrics.
+"""Measurements on a simulated network: greedy routing and retrieval, storage, inequality, gap metrics.
 
 Definitions (also in docs/simulation.md):
 
 - **Greedy routing**: a request for ``target`` held by node ``v`` goes to the member of ``v``'s connected
-  pot *with its own address* closest to ``target`` by XOR (``Pot.closest``); when that is ``v`` itself no
-  peer is closer and the request stops at ``v``. Hops = forwards made. The lookup *fails* when it stops
-  anywhere but at the node closest to ``target`` among all nodes.
+  pot *with its own address* closest to ``target`` by XOR (``Pot.nearest``); when that is ``v`` itself no
+  peer is closer and the request stops at ``v``. Hops = forwards made. The lookup *misses* (``failed``)
+  when it stops anywhere but at the online node closest to ``target``.
+- **Storage**: a node stores the chunks of its neighbourhood, those at PO >= its depth from it (the sync
+  rule's area); its *storage share* is that fraction of all chunks, ``2 ** -depth``. A chunk's
+  *replication* is the number of online nodes storing it.
+- **Retrieval** of the chunk at ``target``: the request takes the greedy route and is answered by the
+  first node on it that stores the chunk (the origin itself when it does: 0 hops). It *fails* when no node
+  of the route stores it. Each node that sent the chunk back (the one that served it, and those that
+  forwarded the request to it, the origin excepted) counts one unit of *retrieval load*.
 - **Relay load** of a node: the requests it received from a peer and forwarded on, i.e. the lookups whose
-  path passes through it as neither the origin nor the final stop.
+  route passes through it as neither the origin nor the final stop.
 - **Gini coefficient** of non-negative loads ``x``: ``sum_i sum_j |x_i - x_j| / (2 n^2 mean(x))``,
   0 when all are equal (or all zero), ``1 - 1/n`` when one node carries everything.
 - **Percentile** ``q`` (p95: ``q = 95``): nearest rank, the smallest value with at least ``q`` % of the
@@ -21,15 +28,18 @@ Definitions (also in docs/simulation.md):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kademlia import PeerTable
+from pot import proximity
 
-from .network import Network
+from .network import SimNetwork
 
 __all__ = [
     "Lookup",
+    "StorageIndex",
     "gap_po",
     "gap_temperature",
     "gini",
@@ -40,12 +50,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lookup:
-    """One routed request: the nodes it visited (origin first, final stop last) and its outcome."""
+    """One routed request: the nodes it visited (origin first, final stop last) and its outcomes."""
 
     path: tuple[int, ...]
-    closest: int  # the node closest to the target among all
+    closest: int  # the online node closest to the target
+    stored_at: int  # index in ``path`` of the first node storing the chunk, -1 when none does
 
     @property
     def hops(self) -> int:
@@ -53,6 +64,7 @@ class Lookup:
 
     @property
     def failed(self) -> bool:
+        """The route stopped short of the closest node."""
         return self.path[-1] != self.closest
 
     @property
@@ -60,22 +72,55 @@ class Lookup:
         """The nodes that forwarded a request they received (neither origin nor final stop)."""
         return self.path[1:-1]
 
+    @property
+    def retrieved(self) -> bool:
+        return self.stored_at >= 0
 
-def route(network: Network, origin: int, target: bytes) -> Lookup:
+    @property
+    def retrieval_path(self) -> tuple[int, ...]:
+        """The nodes that sent the chunk back: the one that served it and the forwarders before it."""
+        return self.path[1 : self.stored_at + 1]
+
+
+def route(net: SimNetwork, origin: int, target: bytes) -> Lookup:
     """Route a request for ``target`` greedily from node ``origin`` (see the module docstring)."""
-    tables = network.tables
-    index = network.index
+    tables = net.tables
+    index = net.index
     path = [origin]
+    stored_at = -1
     current = origin
     while True:
         table = tables[current]
-        best = next(table.connected_pot().closest(target))
+        if stored_at < 0 and proximity(table.base, target) >= table.depth():
+            stored_at = len(path) - 1
+        best = table.connected_pot().nearest(target)
         if best == table.base:
             break
         current = index[best]
         path.append(current)
-    closest = index[next(network.everyone.closest(target))]
-    return Lookup(tuple(path), closest)
+    return Lookup(tuple(path), index[net.online_pot.nearest(target)], stored_at)
+
+
+class StorageIndex:
+    """How many online nodes store a chunk: those whose depth-neighbourhood holds its address.
+
+    Nodes are counted by (depth, their first ``depth`` bits), so a chunk's storers are a sum over the
+    depths present: O(distinct depths) per chunk instead of a scan of the nodes.
+    """
+
+    def __init__(self, net: SimNetwork) -> None:
+        self.nbits = 0
+        self._counts: dict[int, Counter[int]] = {}
+        for i in net.online_nodes():
+            table = net.tables[i]
+            self.nbits = len(table.base) * 8
+            depth = table.depth()
+            self._counts.setdefault(depth, Counter())[int.from_bytes(table.base) >> (self.nbits - depth)] += 1
+
+    def replication(self, target: bytes) -> int:
+        """The online nodes that store the chunk at ``target``."""
+        key = int.from_bytes(target)
+        return sum(counts[key >> (self.nbits - d)] for d, counts in self._counts.items())
 
 
 def gini(values: Sequence[float]) -> float:

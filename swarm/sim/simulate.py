@@ -1,28 +1,35 @@
-"""One grid key end to end: build the network, route the lookups, measure. A pure function of its inputs.
+"""One grid key end to end: run its scenario, tally the lookups, measure. A pure function of its inputs.
 
 This is the per-key function both the Spark job and the serial loop of ``benches/sim.py`` call.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
-from kademlia import get_strategy
+from .grid import GridKey, SimParams
+from .metrics import (
+    Lookup,
+    StorageIndex,
+    gap_po,
+    gap_temperature,
+    gini,
+    max_over_mean,
+    mean,
+    percentile,
+)
+from .network import SimNetwork
+from .scenario import run_scenario
 
-from .grid import GridKey, SimParams, derived_seed, overlay_of
-from .metrics import gap_po, gap_temperature, gini, max_over_mean, mean, percentile, route
-from .network import Network, build_network
-
-__all__ = ["NODE_COLUMNS", "RUN_COLUMNS", "SimResult", "known_sets", "lookups_of", "simulate"]
+__all__ = ["NODE_COLUMNS", "RUN_COLUMNS", "SimResult", "Tally", "simulate"]
 
 # (name, type) in table order; types are Spark SQL type names: see swarm.sim.spark for the schemas
 RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("strategy", "string"),
     ("nodes", "int"),
     ("run", "int"),
-    ("known", "int"),  # peers each node knows at the start
+    ("known_mean", "double"),  # peers an online node knows at the end
     ("lookups", "int"),
     ("gap_po_mean", "double"),
     ("gap_po_worst", "int"),
@@ -34,9 +41,20 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("hops_p95", "int"),
     ("hops_max", "int"),
     ("failed", "double"),
+    ("retrieval_hops_mean", "double"),
+    ("retrieval_failed", "double"),
+    ("retrieval_gini", "double"),
+    ("retrieval_max_over_mean", "double"),
+    ("storage_gini", "double"),
+    ("storage_max_over_mean", "double"),
+    ("replication_mean", "double"),
+    ("replication_min", "int"),
     ("connections_mean", "double"),
     ("connections_max", "int"),
     ("depth_mean", "double"),
+    ("rounds", "int"),  # rounds until the network first settled
+    ("dial_failures", "int"),
+    ("churned", "int"),  # nodes that left (as many joined)
 )
 NODE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("strategy", "string"),
@@ -44,7 +62,9 @@ NODE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run", "int"),
     ("node", "int"),
     ("overlay", "string"),
-    ("known", "int"),  # known at the end (inbound connections teach a node new peers)
+    ("joined", "int"),  # the round it came online
+    ("left", "int"),  # the round it left, -1 if online at the end
+    ("known", "int"),  # at the end (or when it left), like the next five
     ("connections", "int"),
     ("outbound", "int"),
     ("depth", "int"),
@@ -52,6 +72,9 @@ NODE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("temperature", "double"),
     ("relayed", "int"),
     ("served", "int"),  # lookups that stopped at this node
+    ("retrieval_load", "int"),
+    ("storage", "double"),  # the share of all chunks it stores: 2 ** -depth
+    ("lookup_rounds", "int"),  # lookup rounds it was online for
 )
 
 
@@ -63,90 +86,110 @@ class SimResult:
     nodes: list[tuple[Any, ...]]
 
 
-def known_sets(params: SimParams, nodes: int, run: int) -> list[list[int]]:
-    """For each node, the indices of the nodes it knows, in the order it learns them."""
-    rng = random.Random(derived_seed("known", params.seed, nodes, run))
-    k = params.known_count(nodes)
-    sets = []
-    for i in range(nodes):
-        picked = rng.sample(range(nodes - 1), k)  # among the others: skip i
-        sets.append([j + 1 if j >= i else j for j in picked])
-    return sets
+class Tally:
+    """The loads and outcomes of every lookup round, per node and overall."""
 
+    def __init__(self) -> None:
+        self.relayed: list[int] = []
+        self.served: list[int] = []
+        self.retrieval_load: list[int] = []
+        self.lookup_rounds: list[int] = []
+        self.hops: list[int] = []
+        self.failed = 0
+        self.retrieval_hops: list[int] = []
+        self.unretrieved = 0
+        self.replication: list[int] = []
 
-def lookups_of(params: SimParams, nodes: int, run: int) -> list[tuple[int, bytes]]:
-    """The ``(origin, target)`` pairs routed on the network: uniform origins and 32-byte targets."""
-    rng = random.Random(derived_seed("lookups", params.seed, nodes, run))
-    return [(rng.randrange(nodes), rng.randbytes(32)) for _ in range(params.lookups)]
+    def __call__(self, net: SimNetwork, storage: StorageIndex, lookups: list[tuple[Lookup, bytes]]) -> None:
+        grow = len(net.overlays) - len(self.relayed)
+        for counts in (self.relayed, self.served, self.retrieval_load, self.lookup_rounds):
+            counts.extend([0] * grow)
+        for i in net.online_nodes():
+            self.lookup_rounds[i] += 1
+        for lookup, target in lookups:
+            self.hops.append(lookup.hops)
+            self.failed += lookup.failed
+            self.served[lookup.path[-1]] += 1
+            for r in lookup.relays:
+                self.relayed[r] += 1
+            if lookup.retrieved:
+                self.retrieval_hops.append(lookup.stored_at)
+                for v in lookup.retrieval_path:
+                    self.retrieval_load[v] += 1
+            else:
+                self.unretrieved += 1
+            self.replication.append(storage.replication(target))
 
-
-def network_of(key: GridKey, params: SimParams) -> Network:
-    overlays = [overlay_of(params.seed, key.nodes, key.run, i) for i in range(key.nodes)]
-    return build_network(
-        overlays,
-        known_sets(params, key.nodes, key.run),
-        get_strategy(key.strategy),
-        saturation=params.saturation,
-        neighbourhood_size=params.neighbourhood_size,
-        max_po=params.max_po,
-    )
+    def rates(self, loads: list[int]) -> list[float]:
+        """Loads per lookup round online, over the nodes online for at least one lookup round."""
+        return [load / rounds for load, rounds in zip(loads, self.lookup_rounds, strict=True) if rounds]
 
 
 def simulate(key: GridKey, params: SimParams) -> SimResult:
-    """Build the network of ``key``, route its lookups and return its per-run and per-node rows."""
-    net = network_of(key, params)
-    n = net.size
-    relayed = [0] * n
-    served = [0] * n
-    hops: list[int] = []
-    failed = 0
-    for origin, target in lookups_of(params, n, key.run):
-        lookup = route(net, origin, target)
-        hops.append(lookup.hops)
-        failed += lookup.failed
-        served[lookup.path[-1]] += 1
-        for r in lookup.relays:
-            relayed[r] += 1
-    gaps = [gap_po(t) for t in net.tables]
-    temperatures = [gap_temperature(t) for t in net.tables]
-    connections = [t.connected_count() for t in net.tables]
-    depths = [t.depth() for t in net.tables]
-    s, run = key.strategy, key.run
+    """Run the scenario of ``key`` and return its per-run and per-node rows."""
+    tally = Tally()
+    net, settled_after = run_scenario(key, params, tally)
+    n = len(net.overlays)
+    tables = net.tables
+    gaps = [gap_po(t) for t in tables]
+    temperatures = [gap_temperature(t) for t in tables]
+    connections = [t.connected_count() for t in tables]
+    depths = [t.depth() for t in tables]
+    online = net.online_nodes()
+    storage = [2.0**-depths[i] for i in online]
+    relay_rates = tally.rates(tally.relayed)
+    retrieval_rates = tally.rates(tally.retrieval_load)
     run_row = (
-        s,
-        n,
-        run,
-        params.known_count(n),
-        len(hops),
-        mean(gaps),
-        min(gaps),
-        mean(temperatures),
-        gini(relayed),
-        max_over_mean(relayed),
-        max(relayed),
-        mean(hops),
-        int(percentile(hops, 95)),
-        max(hops),
-        failed / len(hops),
-        mean(connections),
-        max(connections),
-        mean(depths),
+        key.strategy,
+        key.nodes,
+        key.run,
+        mean([tables[i].known_count() for i in online]),
+        len(tally.hops),
+        mean([gaps[i] for i in online]),
+        min(gaps[i] for i in online),
+        mean([temperatures[i] for i in online]),
+        gini(relay_rates),
+        max_over_mean(relay_rates),
+        max(tally.relayed),
+        mean(tally.hops),
+        int(percentile(tally.hops, 95)),
+        max(tally.hops),
+        tally.failed / len(tally.hops),
+        mean(tally.retrieval_hops) if tally.retrieval_hops else 0.0,
+        tally.unretrieved / len(tally.hops),
+        gini(retrieval_rates),
+        max_over_mean(retrieval_rates),
+        gini(storage),
+        max_over_mean(storage),
+        mean(tally.replication),
+        min(tally.replication),
+        mean([connections[i] for i in online]),
+        max(connections[i] for i in online),
+        mean([depths[i] for i in online]),
+        settled_after,
+        net.dial_failures,
+        sum(1 for left in net.left if left >= 0),
     )
     node_rows = [
         (
-            s,
-            n,
-            run,
+            key.strategy,
+            key.nodes,
+            key.run,
             i,
             net.overlays[i].hex(),
-            net.tables[i].known_count(),
+            net.joined[i],
+            net.left[i],
+            tables[i].known_count(),
             connections[i],
             net.outbound[i],
             depths[i],
             gaps[i],
             temperatures[i],
-            relayed[i],
-            served[i],
+            tally.relayed[i],
+            tally.served[i],
+            tally.retrieval_load[i],
+            2.0 ** -depths[i],
+            tally.lookup_rounds[i],
         )
         for i in range(n)
     ]
