@@ -98,6 +98,36 @@ def test_bin_regions_hold_exactly_the_bin() -> None:
     assert MAX_PO == 31 and PeerTable(BASE).max_po == MAX_PO
 
 
+def test_bins_to_fill_and_connected_bins() -> None:
+    t = table_of(["10000000", "11000000", "01000000"], ["10100000", "00100000", "00000001"], saturation=2)
+    assert t.connected_bins() == [(0, [a("10000000"), a("11000000")]), (1, [a("01000000")])]
+    assert t.unsaturated_bins() == [2, 7]  # bin 0 is saturated, bin 1 has no candidate
+    assert t.depth() == 0 and t.neighbourhood_bins() == [0, 2, 7]  # three peers in all: depth 0
+
+
+def test_the_address_book_bound_counts_candidates_only() -> None:
+    t = PeerTable(BASE, max_known_per_bin=2)
+    assert t.add_known(a("10000000")) and t.add_known(a("11000000"))
+    assert not t.has_room(0) and t.has_room(1)
+    assert not t.add_known(a("10100000"))  # bin 0 holds two candidates: not kept
+    assert not t.is_known(a("10100000"))
+    t.connect(a("10000000"))  # a connected peer is no candidate: room again
+    assert t.add_known(a("10100000"))
+    assert t.connect(a("11100000"))  # connecting is never refused by the bound
+    with pytest.raises(ValueError, match="max_known_per_bin"):
+        PeerTable(BASE, max_known_per_bin=0)
+
+
+def test_accepts_refuses_only_over_saturated_bins_below_depth() -> None:
+    connected = ["10000000", "10000001", "01000000", "00100000", "00010000", "00001000"]
+    t = table_of(connected, saturation=1, over_saturation=2)
+    assert t.depth() == 2  # three peers at bins >= 2, none of bins 0 and 1 empty
+    assert not t.accepts(a("11000000"))  # bin 0 holds 2 = over_saturation
+    assert t.accepts(a("10000000"))  # already connected
+    assert t.accepts(a("01100000"))  # bin 1 holds only 1
+    assert t.accepts(a("00110000"))  # the neighbourhood takes everyone
+
+
 @pytest.mark.parametrize("bad", [BASE, b"", b"\x00\x01", "x"])
 def test_base_and_wrong_length_are_rejected(bad: object) -> None:
     t = PeerTable(BASE)
