@@ -51,6 +51,12 @@ class LazyPot:
         else:
             self._removes[overlay] = None
 
+    def drop(self) -> None:
+        """Let the pot go (the next read builds it from the members): saves its memory meanwhile."""
+        self._pot = None
+        self._adds.clear()
+        self._removes.clear()
+
     def get(self) -> Pot:
         """The pot of the current members."""
         pot = self._pot

@@ -80,7 +80,7 @@ def _cover_in_bin(table: PeerTable, po: int, is_callable: IsCallable, search: _S
     that would have been chosen (the connection manager has at most a few dialling or backing off).
     """
     prefix, bits = table.bin_region(po)
-    members = table.connected_pot()
+    members = table.bin_pot(po)  # the connected pot's members in the region: the same search, smaller pot
     candidates = table.candidates(po)
     while True:
         cover = search(members, candidates, prefix, bits)

@@ -65,12 +65,17 @@ class PeerTable:
         self._pot_with_base = LazyPot(self._members, Pot().add(base))
         self._pot: Pot | None = Pot()  # without the base: derived when asked for, None when stale
         self._candidates = [LazyPot(partial(self.unconnected, po)) for po in range(max_po + 1)]
+        self._bin_pots = [LazyPot(partial(self._bin_members, po)) for po in range(max_po + 1)]
         self._depth: int | None = None
         self._key = int.from_bytes(base)  # the base as an integer, for bin_of on the hot path of gossip
         self._nbits = len(base) * 8
 
     def _members(self) -> list[bytes]:
         return [self.base, *self.connected_peers()]
+
+    def _bin_members(self, po: int) -> list[bytes]:
+        peers = list(self._connected[po])
+        return [self.base, *peers] if po == self.max_po else peers
 
     # -- addresses ---------------------------------------------------------------------------------
 
@@ -105,9 +110,18 @@ class PeerTable:
         """Learn a peer; True if it was not known before (and its bin had room: ``max_known_per_bin``)."""
         if overlay in self._bin:  # the common case when gossip repeats itself: no proximity to compute
             return False
-        po = self.bin_of(overlay)
+        # bin_of, inlined (gossip in a simulation calls this tens of millions of times); it still raises
+        if type(overlay) is not bytes or len(overlay) * 8 != self._nbits:
+            self.bin_of(overlay)
+        distance = self._key ^ int.from_bytes(overlay)
+        if not distance:
+            self.bin_of(overlay)
+        po = self._nbits - distance.bit_length()
+        if po > self.max_po:
+            po = self.max_po
         known = self._known[po]
-        if not self.has_room(po):
+        cap = self.max_known_per_bin
+        if cap is not None and len(known) - len(self._connected[po]) >= cap:
             return False
         self._bin[overlay] = po
         known[overlay] = None
@@ -136,6 +150,7 @@ class PeerTable:
             return False
         self._connected[po][overlay] = None
         self._pot_with_base.add(overlay)
+        self._bin_pots[po].add(overlay)
         self._pot = None
         self._candidates[po].remove(overlay)
         self._depth = None
@@ -148,6 +163,7 @@ class PeerTable:
             return False
         del self._connected[po][overlay]
         self._pot_with_base.remove(overlay)
+        self._bin_pots[po].remove(overlay)
         self._pot = None
         self._candidates[po].add(overlay)
         self._depth = None
@@ -227,6 +243,17 @@ class PeerTable:
     def connected_count(self) -> int:
         """How many peers are connected."""
         return sum(map(len, self._connected))
+
+    def release_pots(self) -> None:
+        """Let the candidate pots go until a search needs them again (built anew then): for a holder of
+        many settled tables, such as the simulation, whose memory they would otherwise fill."""
+        for pot in self._candidates:
+            pot.drop()
+
+    def bin_pot(self, po: int) -> Pot:
+        """The connected peers of bin ``po`` as a pot, with the base in the last bin (which shares its
+        region, ``bin_region``): the members a gap search of the bin descends, without the rest."""
+        return self._bin_pots[self._check_bin(po)].get()
 
     def connected_pot(self, with_base: bool = True) -> Pot:
         """The connected peers as a pot; with the base it is the set S of the address-space gap definition."""

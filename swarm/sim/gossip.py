@@ -51,9 +51,8 @@ class Hive:
         for po, peers in table.connected_bins():
             if len(peers) > k and not (neighbour and po >= depth):
                 peers = self.window(peers)
-            # Peers of a's bin po < q lie in b's bin po, and b in theirs; those of a's bins po > q lie in
-            # b's bin q, and b in their bin q (only po == q needs a proximity). A full bin keeps nothing
-            # new, so a full bin is skipped without computing a proximity per peer (same outcome).
+            # Peers of a's bin po < q lie in b's bin po, those of a's bins po > q in b's bin q (po == q:
+            # deeper). A full bin keeps nothing new, so when b's is full b's side is skipped (same outcome).
             shared = po if po < q else q
             to_b = po == q or receiver.has_room(shared)
             for peer in peers:
@@ -61,8 +60,7 @@ class Hive:
                     if to_b and receiver.add_known(peer):
                         active.add(b)
                     j = index[peer]
-                    told = tables[j]
-                    if (po == q or told.has_room(shared)) and told.add_known(new):
+                    if tables[j].add_known(new):
                         active.add(j)
                     named += 1
         self.records += named

@@ -142,6 +142,7 @@ class SimNetwork:
         peer = suggest_peer(self.tables[i], self.strategy)
         if peer is None:
             self.active.discard(i)
+            self.tables[i].release_pots()  # settled: nothing to search until its table changes
             return
         j = self.index[peer]
         self.dials += 1
