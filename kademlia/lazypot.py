@@ -21,15 +21,15 @@ __all__ = ["LazyPot"]
 class LazyPot:
     """A pot and the additions and removals not applied to it yet.
 
-    ``members`` lists the current members when a rebuild is cheaper than applying the changes; the
-    caller keeps them (the table's dicts), so the pot never has to be the only record of them.
+    The caller keeps the members (the table's dicts) and hands ``get`` a function listing them, used when
+    a rebuild is cheaper than applying the changes; so the pot is never the only record of them, and it
+    holds no reference back to its owner (no reference cycle: a dropped table is freed at once).
     """
 
-    __slots__ = ("_adds", "_members", "_pot", "_removes")
+    __slots__ = ("_adds", "_pot", "_removes")
 
-    def __init__(self, members: Callable[[], Iterable[bytes]], pot: Pot | None = None) -> None:
-        self._members = members
-        self._pot = pot  # None: build from ``members`` at the first read
+    def __init__(self, pot: Pot | None = None) -> None:
+        self._pot = pot  # None: build from the members at the first read
         self._adds: dict[bytes, None] = {}
         self._removes: dict[bytes, None] = {}
 
@@ -57,12 +57,12 @@ class LazyPot:
         self._adds.clear()
         self._removes.clear()
 
-    def get(self) -> Pot:
-        """The pot of the current members."""
+    def get(self, members: Callable[[], Iterable[bytes]]) -> Pot:
+        """The pot of the current members (``members`` lists them, for a rebuild)."""
         pot = self._pot
         changes = len(self._adds) + len(self._removes)
         if pot is None or changes * len(pot).bit_length() > len(pot):
-            pot = Pot.from_addresses(self._members())
+            pot = Pot.from_addresses(members())
         elif changes:
             for overlay in self._removes:
                 pot = pot.remove(overlay)

@@ -62,10 +62,10 @@ class PeerTable:
         self._known: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._connected: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._bin: dict[bytes, int] = {}  # every known peer -> its bin
-        self._pot_with_base = LazyPot(self._members, Pot().add(base))
+        self._pot_with_base = LazyPot(Pot().add(base))
         self._pot: Pot | None = Pot()  # without the base: derived when asked for, None when stale
-        self._candidates = [LazyPot(partial(self.unconnected, po)) for po in range(max_po + 1)]
-        self._bin_pots = [LazyPot(partial(self._bin_members, po)) for po in range(max_po + 1)]
+        self._candidates = [LazyPot() for _ in range(max_po + 1)]
+        self._bin_pots = [LazyPot() for _ in range(max_po + 1)]
         self._depth: int | None = None
         self._key = int.from_bytes(base)  # the base as an integer, for bin_of on the hot path of gossip
         self._nbits = len(base) * 8
@@ -204,7 +204,7 @@ class PeerTable:
 
     def candidates(self, po: int) -> Pot:
         """The known, unconnected peers of bin ``po`` as a pot (see ``kademlia.candidates``)."""
-        return self._candidates[self._check_bin(po)].get()
+        return self._candidates[self._check_bin(po)].get(partial(self.unconnected, po))
 
     def connected_bins(self) -> list[tuple[int, list[bytes]]]:
         """``(po, connected peers)`` for every bin holding a connected peer, shallowest first."""
@@ -253,11 +253,11 @@ class PeerTable:
     def bin_pot(self, po: int) -> Pot:
         """The connected peers of bin ``po`` as a pot, with the base in the last bin (which shares its
         region, ``bin_region``): the members a gap search of the bin descends, without the rest."""
-        return self._bin_pots[self._check_bin(po)].get()
+        return self._bin_pots[self._check_bin(po)].get(partial(self._bin_members, po))
 
     def connected_pot(self, with_base: bool = True) -> Pot:
         """The connected peers as a pot; with the base it is the set S of the address-space gap definition."""
-        pot = self._pot_with_base.get()
+        pot = self._pot_with_base.get(self._members)
         if with_base:
             return pot
         if self._pot is None:
