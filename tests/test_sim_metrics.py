@@ -12,7 +12,6 @@ import pytest
 from kademlia import PeerTable, get_strategy
 from pot import proximity
 from swarm.sim.metrics import (
-    StorageIndex,
     gap_po,
     gap_temperature,
     gini,
@@ -22,6 +21,7 @@ from swarm.sim.metrics import (
     route,
 )
 from swarm.sim.network import SimNetwork
+from swarm.sim.storage import ChunkStore
 
 
 def a(bits: str) -> bytes:
@@ -224,27 +224,38 @@ def test_retrieval_stops_at_the_first_node_on_the_route_storing_the_chunk() -> N
     assert travelled > 100  # chunks do travel over hops
 
 
-def test_storage_index_counts_the_nodes_whose_neighbourhood_holds_a_chunk() -> None:
-    rng = random.Random(5)
-    addresses = rng.sample(range(256), 30)
-    links = [
-        (f"{addresses[i]:08b}", f"{addresses[j]:08b}")
-        for i in range(30)
-        for j in rng.sample(range(30), 3)
-        if i != j
-    ]
-    net = hand_network([f"{x:08b}" for x in addresses], links)
-    storage = StorageIndex(net)
-    for target in range(256):
-        t = bytes([target])
-        expected = sum(1 for tb in net.tables if proximity(tb.base, t) >= tb.depth())
-        assert storage.replication(t) == expected
-    net.leave(3)
-    storage = StorageIndex(net)
-    t = bytes([7])
-    assert storage.replication(t) == sum(
-        1 for i in net.online_nodes() if proximity(net.overlays[i], t) >= net.tables[i].depth()
-    )
+def test_uploaded_chunks_are_held_by_the_responsible_nodes_and_move_a_hop_per_sync() -> None:
+    net = kademlia_like(4)
+    store = ChunkStore(net, random.Random(1), count=200)
+    for c in range(200):
+        assert sorted(store.holders[c]) == store.responsible(net, c)
+        assert store.replication(c) >= 1
+    # the holders of chunk 0 leave: its newly responsible nodes pull it only from a connected holder
+    c = 0
+    for i in sorted(store.holders[c]):
+        net.leave(i)
+        store.leave(i)
+    assert store.replication(c) == 0 and store.lost() >= 1
+    assert all(c not in chunks for chunks in store.held.values())
+    store.sync(net)
+    assert store.replication(c) == 0  # nobody has it to pass on: lost for good
+    # a chunk still held spreads to a newly responsible node through a connected holder
+    held = next(k for k in range(200) if store.holders[k])
+    newcomer = net.join(bytes([store.addresses[held][0] ^ 1]))
+    for j in sorted(store.holders[held]):
+        net.connect(newcomer, j)
+    assert newcomer in store.responsible(net, held) and newcomer not in store.holders[held]
+    store.sync(net)
+    assert newcomer in store.holders[held]
+
+
+def test_route_uses_the_holders_given() -> None:
+    net = kademlia_like(9)
+    target = bytes([0x5A])
+    full = route(net, 0, target)
+    assert route(net, 0, target, holders=()).stored_at == -1  # nobody holds it: not retrieved
+    assert route(net, 0, target, holders={full.path[-1]}).stored_at == full.hops
+    assert route(net, 0, target, holders=set(full.path)).stored_at == 0
 
 
 # -- gap metrics --------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swarm.sim.plots import PLOTS, write_plots
+from swarm.sim.plots import PLOTS, shift, write_plots
 from swarm.sim.report import (
     METRICS,
     csv_header,
@@ -143,3 +143,11 @@ def test_plots_are_pngs(tmp_path: Path) -> None:
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert p.stat().st_size > 5000
+
+
+def test_series_are_shifted_apart_and_centred() -> None:
+    for count in (1, 2, 3, 4):
+        factors = [shift(k, count) for k in range(count)]
+        assert factors == sorted(factors) and len(set(factors)) == count  # distinct x for every series
+        assert factors[0] * factors[-1] == pytest.approx(1.0)  # symmetric around N
+        assert all(0.85 < f < 1.15 for f in factors)  # close enough to read N off the axis

@@ -105,7 +105,7 @@ def _digest(*parts: object) -> bytes:
 
 
 def derived_seed(purpose: str, seed: int, nodes: int, run: int) -> int:
-    """A 64-bit seed for one ``purpose`` (known, lookups, churn, gossip) of the network ``(nodes, run)``."""
+    """A 64-bit seed for one ``purpose`` (known, lookups, chunks, churn, gossip) of network (nodes, run)."""
     return int.from_bytes(_digest(purpose, seed, nodes, run)[:8])
 
 

@@ -6,12 +6,12 @@ Definitions (also in docs/simulation.md):
   pot *with its own address* closest to ``target`` by XOR (``Pot.nearest``); when that is ``v`` itself no
   peer is closer and the request stops at ``v``. Hops = forwards made. The lookup *misses* (``failed``)
   when it stops anywhere but at the online node closest to ``target``.
-- **Storage**: a node stores the chunks of its neighbourhood, those at PO >= its depth from it (the sync
-  rule's area); its *storage share* is that fraction of all chunks, ``2 ** -depth``. A chunk's
-  *replication* is the number of online nodes storing it.
+- **Storage**: a node is responsible for the chunks of its neighbourhood, those at PO >= its depth from
+  it (the sync rule's area); its *storage share* is that fraction of all chunks, ``2 ** -depth``. Which
+  nodes actually hold a chunk is ``swarm.sim.storage``; a chunk's *replication* is how many do.
 - **Retrieval** of the chunk at ``target``: the request takes the greedy route and is answered by the
-  first node on it that stores the chunk (the origin itself when it does: 0 hops). It *fails* when no node
-  of the route stores it. Each node that sent the chunk back (the one that served it, and those that
+  first node on it that holds the chunk (the origin itself when it does: 0 hops). It *fails* when no node
+  of the route holds it. Each node that sent the chunk back (the one that served it, and those that
   forwarded the request to it, the origin excepted) counts one unit of *retrieval load*.
 - **Relay load** of a node: the requests it received from a peer and forwarded on, i.e. the lookups whose
   route passes through it as neither the origin nor the final stop.
@@ -28,8 +28,7 @@ Definitions (also in docs/simulation.md):
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kademlia import PeerTable
@@ -39,7 +38,6 @@ from .network import SimNetwork
 
 __all__ = [
     "Lookup",
-    "StorageIndex",
     "gap_po",
     "gap_temperature",
     "gini",
@@ -82,45 +80,28 @@ class Lookup:
         return self.path[1 : self.stored_at + 1]
 
 
-def route(net: SimNetwork, origin: int, target: bytes) -> Lookup:
-    """Route a request for ``target`` greedily from node ``origin`` (see the module docstring)."""
+def route(net: SimNetwork, origin: int, target: bytes, holders: Collection[int] | None = None) -> Lookup:
+    """Route a request for ``target`` greedily from node ``origin`` (see the module docstring).
+
+    ``holders``: the nodes holding the chunk at ``target`` (``swarm.sim.storage``); None: every node
+    responsible for it (PO >= its depth) holds it.
+    """
     tables = net.tables
     index = net.index
     path = [origin]
-    stored_at = -1
     current = origin
     while True:
-        table = tables[current]
-        if stored_at < 0 and proximity(table.base, target) >= table.depth():
-            stored_at = len(path) - 1
-        best = table.connected_pot().nearest(target)
-        if best == table.base:
+        best = tables[current].connected_pot().nearest(target)
+        if best == net.overlays[current]:
             break
         current = index[best]
         path.append(current)
+    stored_at = -1
+    for k, v in enumerate(path):
+        if v in holders if holders is not None else proximity(net.overlays[v], target) >= tables[v].depth():
+            stored_at = k
+            break
     return Lookup(tuple(path), index[net.online_pot.nearest(target)], stored_at)
-
-
-class StorageIndex:
-    """How many online nodes store a chunk: those whose depth-neighbourhood holds its address.
-
-    Nodes are counted by (depth, their first ``depth`` bits), so a chunk's storers are a sum over the
-    depths present: O(distinct depths) per chunk instead of a scan of the nodes.
-    """
-
-    def __init__(self, net: SimNetwork) -> None:
-        self.nbits = 0
-        self._counts: dict[int, Counter[int]] = {}
-        for i in net.online_nodes():
-            table = net.tables[i]
-            self.nbits = len(table.base) * 8
-            depth = table.depth()
-            self._counts.setdefault(depth, Counter())[int.from_bytes(table.base) >> (self.nbits - depth)] += 1
-
-    def replication(self, target: bytes) -> int:
-        """The online nodes that store the chunk at ``target``."""
-        key = int.from_bytes(target)
-        return sum(counts[key >> (self.nbits - d)] for d, counts in self._counts.items())
 
 
 def gini(values: Sequence[float]) -> float:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .report import SummaryRow
 
-__all__ = ["PLOTS", "write_plots"]
+__all__ = ["PLOTS", "shift", "write_plots"]
 
 # file name, summary column, y label, title
 PLOTS: tuple[tuple[str, str, str, str], ...] = (
@@ -55,6 +55,11 @@ _STYLES = ("-", "--", "-.", ":")
 _SHIFT = 0.07  # sideways shift between neighbouring series, in log2 units of N
 
 
+def shift(k: int, series: int) -> float:
+    """The factor by which series ``k`` of ``series`` is moved sideways (1.0 for the middle one)."""
+    return float(2.0 ** (_SHIFT * (k - (series - 1) / 2)))
+
+
 def write_plots(rows: Sequence[SummaryRow], out: Path, strategies: Sequence[str]) -> list[Path]:
     """Write the plots of ``PLOTS`` into ``out``; returns their paths."""
     import matplotlib
@@ -68,8 +73,7 @@ def write_plots(rows: Sequence[SummaryRow], out: Path, strategies: Sequence[str]
         fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
         for k, strategy in enumerate(present):
             mine = sorted((r for r in rows if r.strategy == strategy), key=lambda r: r.nodes)
-            shift = 2.0 ** (_SHIFT * (k - (len(present) - 1) / 2))
-            xs = [r.nodes * shift for r in mine]
+            xs = [r.nodes * shift(k, len(present)) for r in mine]
             ys = [r.means[column] for r in mine]
             errs = [0.0 if math.isnan(r.halfwidths[column]) else r.halfwidths[column] for r in mine]
             ax.errorbar(

@@ -15,9 +15,12 @@ lookups run.
    on the network as it is.
    Without churn all lookups run on the settled network.
 
-Lookups pick their origin uniformly among the nodes online at the time and a uniform random target.
-Who leaves, who joins and the lookups are drawn from seeds of ``(seed, nodes, run)`` and the (strategy
-independent) online set only, so every strategy faces the same population and the same requests.
+After settling, ``swarm.sim.storage.CHUNKS`` chunks at random addresses are uploaded to the nodes
+responsible for them; under churn, a sync step after each event's turns lets nodes pull the chunks of
+their neighbourhood from connected peers. Lookups retrieve a uniformly chosen uploaded chunk from an
+origin chosen uniformly among the nodes online at the time. Who leaves, who joins, the chunks and the
+lookups are drawn from seeds of ``(seed, nodes, run)`` and the (strategy independent) online set only,
+so every strategy faces the same population and the same requests.
 """
 
 from __future__ import annotations
@@ -29,15 +32,16 @@ from kademlia import get_strategy
 
 from .gossip import Hive
 from .grid import GridKey, SimParams, derived_seed, overlay_of
-from .metrics import Lookup, StorageIndex, route
+from .metrics import Lookup, route
 from .network import SimNetwork
+from .storage import ChunkStore
 
 __all__ = ["MAX_SETTLE_ROUNDS", "Observer", "known_sets", "run_scenario"]
 
 MAX_SETTLE_ROUNDS = 10_000
 
-# called once per lookup round with the network, the storage index and that round's lookups
-Observer = Callable[[SimNetwork, StorageIndex, list[tuple[Lookup, bytes]]], None]
+# called once per lookup round with the network, the chunk holders and that round's (lookup, chunk)s
+Observer = Callable[[SimNetwork, ChunkStore, list[tuple[Lookup, int]]], None]
 
 
 def known_sets(params: SimParams, nodes: int, run: int) -> list[list[int]]:
@@ -109,27 +113,28 @@ class _Population:
         k = min(len(online), self.params.known_count(self.key.nodes))
         net.join(self.overlay(i), rng.sample(online, k))
 
-    def churn(self, rng: random.Random) -> int:
+    def churn(self, rng: random.Random, store: ChunkStore) -> int:
         """One churn event: random non-bootnode online nodes leave, as many new ones join; how many."""
         net = self.net
         leavers = [i for i in net.online_nodes() if i >= self.bootnodes]
         count = min(len(leavers), round(self.params.churn * net.size))
         for i in rng.sample(leavers, count):
             net.leave(i)
+            store.leave(i)
         for _ in range(count):
             self.join_one(rng)
         return count
 
 
-def _lookups(net: SimNetwork, rng: random.Random, count: int, observe: Observer) -> None:
+def _lookups(net: SimNetwork, store: ChunkStore, rng: random.Random, count: int, observe: Observer) -> None:
+    """``count`` retrievals of uploaded chunks, from uniform origins among the online nodes."""
     online = net.online_nodes()
-    storage = StorageIndex(net)
     batch = []
     for _ in range(count):
         origin = online[rng.randrange(len(online))]
-        target = rng.randbytes(32)
-        batch.append((route(net, origin, target), target))
-    observe(net, storage, batch)
+        c = rng.randrange(len(store.addresses))
+        batch.append((route(net, origin, store.addresses[c], store.holders[c]), c))
+    observe(net, store, batch)
 
 
 def run_scenario(key: GridKey, params: SimParams, observe: Observer) -> tuple[SimNetwork, int]:
@@ -143,16 +148,18 @@ def run_scenario(key: GridKey, params: SimParams, observe: Observer) -> tuple[Si
     net.settle(MAX_SETTLE_ROUNDS)
     settled_after = net.rounds
     lookups = random.Random(derived_seed("lookups", params.seed, key.nodes, key.run))
+    store = ChunkStore(net, random.Random(derived_seed("chunks", params.seed, key.nodes, key.run)))
     if params.churn <= 0:
-        _lookups(net, lookups, params.lookups, observe)
+        _lookups(net, store, lookups, params.lookups, observe)
         return net, settled_after
     churn = random.Random(derived_seed("churn", params.seed, key.nodes, key.run))
     rounds = params.churn_rounds
     for r in range(rounds):
-        population.churn(churn)
+        population.churn(churn, store)
         for _ in range(params.turns):
             net.run_round()
+        store.sync(net)
         share = params.lookups // rounds + (1 if r < params.lookups % rounds else 0)
         if share:
-            _lookups(net, lookups, share, observe)
+            _lookups(net, store, lookups, share, observe)
     return net, settled_after

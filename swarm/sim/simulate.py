@@ -12,7 +12,6 @@ from typing import Any
 from .grid import GridKey, SimParams
 from .metrics import (
     Lookup,
-    StorageIndex,
     gap_po,
     gap_temperature,
     gini,
@@ -22,6 +21,7 @@ from .metrics import (
 )
 from .network import SimNetwork
 from .scenario import run_scenario
+from .storage import ChunkStore
 
 __all__ = ["NODE_COLUMNS", "RUN_COLUMNS", "SimResult", "Tally", "simulate"]
 
@@ -50,6 +50,7 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("storage_max_over_mean", "double"),
     ("replication_mean", "double"),
     ("replication_min", "int"),
+    ("lost", "int"),  # uploaded chunks nobody holds at the end
     ("connections_mean", "double"),
     ("connections_max", "int"),
     ("depth_mean", "double"),
@@ -100,14 +101,16 @@ class Tally:
         self.retrieval_hops: list[int] = []
         self.unretrieved = 0
         self.replication: list[int] = []
+        self.lost = 0  # uploaded chunks nobody holds, at the last lookup round
 
-    def __call__(self, net: SimNetwork, storage: StorageIndex, lookups: list[tuple[Lookup, bytes]]) -> None:
+    def __call__(self, net: SimNetwork, store: ChunkStore, lookups: list[tuple[Lookup, int]]) -> None:
         grow = len(net.overlays) - len(self.relayed)
         for counts in (self.relayed, self.served, self.retrieval_load, self.lookup_rounds):
             counts.extend([0] * grow)
         for i in net.online_nodes():
             self.lookup_rounds[i] += 1
-        for lookup, target in lookups:
+        self.lost = store.lost()
+        for lookup, chunk in lookups:
             self.hops.append(lookup.hops)
             self.failed += lookup.failed
             self.served[lookup.path[-1]] += 1
@@ -119,7 +122,7 @@ class Tally:
                     self.retrieval_load[v] += 1
             else:
                 self.unretrieved += 1
-            self.replication.append(storage.replication(target))
+            self.replication.append(store.replication(chunk))
 
     def rates(self, loads: list[int]) -> list[float]:
         """Loads per lookup round online, over the nodes online for at least one lookup round."""
@@ -179,6 +182,7 @@ def _simulate(key: GridKey, params: SimParams) -> SimResult:
         max_over_mean(storage),
         mean(tally.replication),
         min(tally.replication),
+        tally.lost,
         mean([connections[i] for i in online]),
         max(connections[i] for i in online),
         mean([depths[i] for i in online]),
