@@ -67,6 +67,7 @@ class PeerTable:
         self._candidates = [LazyPot() for _ in range(max_po + 1)]
         self._bin_pots = [LazyPot() for _ in range(max_po + 1)]
         self._depth: int | None = None
+        self._deepest = -1  # the deepest bin that ever held a known peer
         self._key = int.from_bytes(base)  # the base as an integer, for bin_of on the hot path of gossip
         self._nbits = len(base) * 8
 
@@ -125,6 +126,8 @@ class PeerTable:
             return False
         self._bin[overlay] = po
         known[overlay] = None
+        if po > self._deepest:
+            self._deepest = po
         self._candidates[po].add(overlay)
         return True
 
@@ -145,6 +148,7 @@ class PeerTable:
         if po is None:
             po = self._bin[overlay] = self.bin_of(overlay)
             self._known[po][overlay] = None
+            self._deepest = max(self._deepest, po)
             self._candidates[po].add(overlay)
         if overlay in self._connected[po]:
             return False
@@ -206,27 +210,27 @@ class PeerTable:
         """The known, unconnected peers of bin ``po`` as a pot (see ``kademlia.candidates``)."""
         return self._candidates[self._check_bin(po)].get(partial(self.unconnected, po))
 
+    # The three below look at bins up to the deepest that ever held a peer (``_deepest``), not all of
+    # them: most are empty, and suggestions and gossip ask these questions on every turn.
+
     def connected_bins(self) -> list[tuple[int, list[bytes]]]:
         """``(po, connected peers)`` for every bin holding a connected peer, shallowest first."""
-        return [(po, list(peers)) for po, peers in enumerate(self._connected) if peers]
+        connected = self._connected
+        return [(po, list(connected[po])) for po in range(self._deepest + 1) if connected[po]]
 
     def unsaturated_bins(self) -> list[int]:
         """Bins with fewer than ``saturation`` connected peers and a candidate, shallowest first."""
-        sat = self.saturation
+        sat, known, connected = self.saturation, self._known, self._connected
         return [
             po
-            for po, (known, connected) in enumerate(zip(self._known, self._connected, strict=True))
-            if len(connected) < sat and len(known) > len(connected)
+            for po in range(self._deepest + 1)
+            if len(connected[po]) < sat and len(known[po]) > len(connected[po])
         ]
 
     def neighbourhood_bins(self) -> list[int]:
         """Bins at or beyond depth with a candidate, shallowest first."""
-        depth = self.depth()
-        return [
-            po
-            for po in range(depth, self.max_po + 1)
-            if len(self._known[po]) > len(self._connected[po])
-        ]
+        known, connected = self._known, self._connected
+        return [po for po in range(self.depth(), self._deepest + 1) if len(known[po]) > len(connected[po])]
 
     def known_peers(self) -> list[bytes]:
         """Every known peer, shallowest bin first."""

@@ -146,7 +146,7 @@ def test_files_are_written(outputs: Outputs) -> None:
         "churn_rounds": 4,
         "turns": 2,
         "bootnodes": 2,
-        "gossip_bin_size": 4,
+        "gossip_bin_size": 2,
         "known_per_bin": 16,
         "partitions": 3,
     }

