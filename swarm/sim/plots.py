@@ -43,6 +43,12 @@ PLOTS: tuple[tuple[str, str, str, str], ...] = (
         "Lookups that miss the closest node",
     ),
     (
+        "retrieval_failed_vs_n.png",
+        "retrieval_failed_mean",
+        "share of retrievals no node on the route could serve",
+        "Retrievals that fail (only under churn)",
+    ),
+    (
         "gap_po_vs_n.png",
         "gap_po_mean",
         "mean biggest-gap PO per node (higher is better)",
