@@ -11,8 +11,8 @@ from functools import partial
 from pot import MAX_PO, Pot, proximity
 
 from .depth import neighbourhood_depth, sync_bins
-from .lazypot import LazyPot
 from .snapshot import BinSummary, TableSnapshot
+from .tablepots import TablePots
 
 __all__ = ["BinSummary", "PeerTable", "TableSnapshot"]
 
@@ -62,10 +62,7 @@ class PeerTable:
         self._known: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._connected: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._bin: dict[bytes, int] = {}  # every known peer -> its bin
-        self._pot_with_base = LazyPot(Pot().add(base))
-        self._pot: Pot | None = Pot()  # without the base: derived when asked for, None when stale
-        self._candidates = [LazyPot() for _ in range(max_po + 1)]
-        self._bin_pots = [LazyPot() for _ in range(max_po + 1)]
+        self._pots = TablePots(base, max_po + 1)
         self._depth: int | None = None
         self._deepest = -1  # the deepest bin that ever held a known peer
         self._key = int.from_bytes(base)  # the base as an integer, for bin_of on the hot path of gossip
@@ -128,7 +125,7 @@ class PeerTable:
         known[overlay] = None
         if po > self._deepest:
             self._deepest = po
-        self._candidates[po].add(overlay)
+        self._pots.learned(po, overlay)
         return True
 
     def remove_known(self, overlay: bytes) -> bool:
@@ -139,7 +136,7 @@ class PeerTable:
         self.disconnect(overlay)
         del self._bin[overlay]
         del self._known[po][overlay]
-        self._candidates[po].remove(overlay)
+        self._pots.forgotten(po, overlay)
         return True
 
     def connect(self, overlay: bytes) -> bool:
@@ -149,14 +146,11 @@ class PeerTable:
             po = self._bin[overlay] = self.bin_of(overlay)
             self._known[po][overlay] = None
             self._deepest = max(self._deepest, po)
-            self._candidates[po].add(overlay)
+            self._pots.learned(po, overlay)
         if overlay in self._connected[po]:
             return False
         self._connected[po][overlay] = None
-        self._pot_with_base.add(overlay)
-        self._bin_pots[po].add(overlay)
-        self._pot = None
-        self._candidates[po].remove(overlay)
+        self._pots.connected(po, overlay)
         self._depth = None
         return True
 
@@ -166,10 +160,7 @@ class PeerTable:
         if overlay not in self._connected[po]:
             return False
         del self._connected[po][overlay]
-        self._pot_with_base.remove(overlay)
-        self._bin_pots[po].remove(overlay)
-        self._pot = None
-        self._candidates[po].add(overlay)
+        self._pots.disconnected(po, overlay)
         self._depth = None
         return True
 
@@ -208,7 +199,7 @@ class PeerTable:
 
     def candidates(self, po: int) -> Pot:
         """The known, unconnected peers of bin ``po`` as a pot (see ``kademlia.candidates``)."""
-        return self._candidates[self._check_bin(po)].get(partial(self.unconnected, po))
+        return self._pots.candidates(self._check_bin(po), partial(self.unconnected, po))
 
     # The three below look at bins up to the deepest that ever held a peer (``_deepest``), not all of
     # them: most are empty, and suggestions and gossip ask these questions on every turn.
@@ -251,22 +242,16 @@ class PeerTable:
     def release_pots(self) -> None:
         """Let the candidate pots go until a search needs them again (built anew then): for a holder of
         many settled tables, such as the simulation, whose memory they would otherwise fill."""
-        for pot in self._candidates:
-            pot.drop()
+        self._pots.release_candidates()
 
     def bin_pot(self, po: int) -> Pot:
         """The connected peers of bin ``po`` as a pot, with the base in the last bin (which shares its
         region, ``bin_region``): the members a gap search of the bin descends, without the rest."""
-        return self._bin_pots[self._check_bin(po)].get(partial(self._bin_members, po))
+        return self._pots.bin_pot(self._check_bin(po), partial(self._bin_members, po))
 
     def connected_pot(self, with_base: bool = True) -> Pot:
         """The connected peers as a pot; with the base it is the set S of the address-space gap definition."""
-        pot = self._pot_with_base.get(self._members)
-        if with_base:
-            return pot
-        if self._pot is None:
-            self._pot = pot.remove(self.base)
-        return self._pot
+        return self._pots.connected_pot(self._members, with_base)
 
     # -- depth, saturation, sync ------------------------------------------------------------------
 

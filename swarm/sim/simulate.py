@@ -145,28 +145,51 @@ def simulate(key: GridKey, params: SimParams) -> SimResult:
             gc.enable()
 
 
+@dataclass(frozen=True)
+class _NodeStats:
+    """Per node, at the end (or when it left): what its table says."""
+
+    gaps: list[int]
+    temperatures: list[float]
+    connections: list[int]
+    depths: list[int]
+    online: list[int]
+
+    @classmethod
+    def of(cls, net: SimNetwork) -> _NodeStats:
+        tables = net.tables
+        return cls(
+            [gap_po(t) for t in tables],
+            [gap_temperature(t) for t in tables],
+            [t.connected_count() for t in tables],
+            [t.depth() for t in tables],
+            net.online_nodes(),
+        )
+
+
 def _simulate(key: GridKey, params: SimParams) -> SimResult:
     tally = Tally()
     net, settled_after = run_scenario(key, params, tally)
-    n = len(net.overlays)
-    tables = net.tables
-    gaps = [gap_po(t) for t in tables]
-    temperatures = [gap_temperature(t) for t in tables]
-    connections = [t.connected_count() for t in tables]
-    depths = [t.depth() for t in tables]
-    online = net.online_nodes()
-    storage = [2.0**-depths[i] for i in online]
+    stats = _NodeStats.of(net)
+    return SimResult(_run_row(key, net, tally, stats, settled_after), _node_rows(key, net, tally, stats))
+
+
+def _run_row(
+    key: GridKey, net: SimNetwork, tally: Tally, stats: _NodeStats, settled_after: int
+) -> tuple[Any, ...]:
+    online = stats.online
+    storage = [2.0 ** -stats.depths[i] for i in online]
     relay_rates = tally.rates(tally.relayed)
     retrieval_rates = tally.rates(tally.retrieval_load)
-    run_row = (
+    return (
         key.strategy,
         key.nodes,
         key.run,
-        mean([tables[i].known_count() for i in online]),
+        mean([net.tables[i].known_count() for i in online]),
         len(tally.hops),
-        mean([gaps[i] for i in online]),
-        min(gaps[i] for i in online),
-        mean([temperatures[i] for i in online]),
+        mean([stats.gaps[i] for i in online]),
+        min(stats.gaps[i] for i in online),
+        mean([stats.temperatures[i] for i in online]),
         gini(relay_rates),
         max_over_mean(relay_rates),
         max(tally.relayed),
@@ -183,14 +206,17 @@ def _simulate(key: GridKey, params: SimParams) -> SimResult:
         mean(tally.replication),
         min(tally.replication),
         tally.lost,
-        mean([connections[i] for i in online]),
-        max(connections[i] for i in online),
-        mean([depths[i] for i in online]),
+        mean([stats.connections[i] for i in online]),
+        max(stats.connections[i] for i in online),
+        mean([stats.depths[i] for i in online]),
         settled_after,
         net.dial_failures,
         sum(1 for left in net.left if left >= 0),
     )
-    node_rows = [
+
+
+def _node_rows(key: GridKey, net: SimNetwork, tally: Tally, stats: _NodeStats) -> list[tuple[Any, ...]]:
+    return [
         (
             key.strategy,
             key.nodes,
@@ -199,18 +225,17 @@ def _simulate(key: GridKey, params: SimParams) -> SimResult:
             net.overlays[i].hex(),
             net.joined[i],
             net.left[i],
-            tables[i].known_count(),
-            connections[i],
+            net.tables[i].known_count(),
+            stats.connections[i],
             net.outbound[i],
-            depths[i],
-            gaps[i],
-            temperatures[i],
+            stats.depths[i],
+            stats.gaps[i],
+            stats.temperatures[i],
             tally.relayed[i],
             tally.served[i],
             tally.retrieval_load[i],
-            2.0 ** -depths[i],
+            2.0 ** -stats.depths[i],
             tally.lookup_rounds[i],
         )
-        for i in range(n)
+        for i in range(len(net.overlays))
     ]
-    return SimResult(run_row, node_rows)
