@@ -2,27 +2,49 @@
 
 Makes ``--chunks`` random full 4 KiB chunks in advance, stores them into a fresh temporary store
 with put(), and again into another fresh store with put_many() in batches of ``--batch``, then
-reads every chunk back from it in random order and looks up as many absent addresses (what most
-offered hashes are to a downstream). Then reopens that store as after a clean close, and again
-after deleting its address index, as after a crash, which rebuilds it from the pull index.
+reads every chunk back from it in random order, checks every slot as the upstream does before
+offering a chunk, and looks up as many absent addresses (what most offered hashes are to a
+downstream). Then reopens that store as after a clean close, and again after deleting its address
+index, as after a crash, which rebuilds it from the pull index. Last, what checking a slot's data
+on read would cost per 4 KiB chunk with each candidate: the CRC-32 the slots keep, BLAKE2b-8, and
+the chunk's BMT address (localstore/chunkfile.py says why CRC-32).
 Prints one JSON line: {"chunks", "puts_per_s", "put_many_per_s", "verify_per_s",
 "write_only_per_s" (put_many into a third store with Chunk.verify replaced by a no-op in this
-process: the store's own cost), "gets_per_s",
-"misses_per_s", "open_s", "rebuild_open_s", "batch", "backend"}.
+process: the store's own cost), "gets_per_s" (each checks the slot's CRC-32), "checks_per_s"
+(check_slot), "misses_per_s", "open_s", "rebuild_open_s", "checksum_us": {"crc32", "blake2b8",
+"bmt"}, "batch", "backend", "load" (the 1-minute load average at the start)}.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import pathlib
 import random
 import tempfile
 import time
+import timeit
 
 from localstore import KECCAK_BACKEND, Chunk, LocalStore
 from localstore.addressindex import INDEX_FILE_NAME
+from localstore.chunkfile import checksum
+
+
+def checksum_costs(chunk: Chunk) -> dict[str, float]:
+    """Microseconds per chunk to check its data on read, by each candidate (best of 5 runs)."""
+    address, data = chunk.address, chunk.data
+    candidates = {
+        "crc32": lambda: checksum(address, data),
+        "blake2b8": lambda: hashlib.blake2b(address + data, digest_size=8).digest(),
+        "bmt": chunk.verify,
+    }
+    costs = {}
+    for name, check in candidates.items():
+        number = 200 if name == "bmt" else 20_000
+        costs[name] = round(min(timeit.repeat(check, number=number, repeat=5)) / number * 1e6, 2)
+    return costs
 
 
 def main() -> None:
@@ -30,6 +52,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000, help="chunks to store (default 100000)")
     parser.add_argument("--batch", type=int, default=128, help="put_many batch size (default 128)")
     args = parser.parse_args()
+    load = os.getloadavg()[0]
     chunks = [Chunk.from_payload(os.urandom(4096)) for _ in range(args.chunks)]
     overlay = os.urandom(32)
 
@@ -57,6 +80,10 @@ def main() -> None:
             for address in addresses:
                 store.get(address)
             get_s = time.perf_counter() - started
+            started = time.perf_counter()
+            for address in addresses:
+                store.check_slot(address)
+            check_s = time.perf_counter() - started
             absent = [os.urandom(32) for _ in addresses]
             started = time.perf_counter()
             for address in absent:
@@ -80,6 +107,7 @@ def main() -> None:
         with LocalStore(os.path.join(tmp, "put_many"), overlay) as store:
             rebuild_s = time.perf_counter() - started
             assert len(store) == len(chunks)
+    costs = checksum_costs(chunks[0])
 
     print(
         json.dumps(
@@ -90,11 +118,14 @@ def main() -> None:
                 "verify_per_s": round(len(chunks) / verify_s),
                 "write_only_per_s": round(len(chunks) / write_only_s),
                 "gets_per_s": round(len(chunks) / get_s),
+                "checks_per_s": round(len(chunks) / check_s),
                 "misses_per_s": round(len(chunks) / miss_s),
                 "open_s": round(open_s, 3),
                 "rebuild_open_s": round(rebuild_s, 3),
+                "checksum_us": costs,
                 "batch": args.batch,
                 "backend": KECCAK_BACKEND,
+                "load": round(load, 2),
             }
         )
     )

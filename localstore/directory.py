@@ -50,10 +50,10 @@ MARKER_FORMAT = "swarm-sync localstore"
 _LEVELDB_HOUSEKEEPING = frozenset({"LOCK", "LOG", "LOG.old"})
 _LEVELDB_DATA = re.compile(r"^(CURRENT|MANIFEST-\d+|\d+\.(log|ldb|sst|dbtmp))$")
 _LEVELDB_RECORDS = re.compile(r"^\d+\.(log|ldb|sst)$")
-# LevelDB's complaints about CURRENT or the MANIFEST ("descriptor"), which repair_db rebuilds
-# from the tables and logs without loss; anything else (a lost or damaged table) is refused.
+# LevelDB's corruption reports about CURRENT or the MANIFEST ("descriptor"), which repair_db
+# rebuilds from the tables and logs without loss; anything else (a lost or damaged table, an I/O
+# error) is refused. Matched against the message with the store's path taken out.
 _DESCRIPTOR_DAMAGE = re.compile(r"CURRENT|MANIFEST|descriptor")
-"""Matched against the message with the store's path taken out."""
 
 log = logging.getLogger(__name__)
 
@@ -154,15 +154,23 @@ def open_leveldb(path: str) -> plyvel.DB:
     try:
         with _undo_failed_open(path):
             return _open_existing(path)
-    except StoreCorrupt as exc:
-        if not _DESCRIPTOR_DAMAGE.search(exc.problem.replace(path, "")):
-            raise StoreCorrupt(path, f"{exc.problem}; {MOVE_AWAY}") from exc
+    except _DescriptorDamaged as exc:
         return _repair_and_open(path, exc.problem)
+    except StoreCorrupt as exc:
+        raise StoreCorrupt(path, f"{exc.problem}; {MOVE_AWAY}") from exc
+
+
+class _DescriptorDamaged(StoreCorrupt):
+    """LevelDB reports its CURRENT or MANIFEST corrupt or missing: repair_db rebuilds them."""
 
 
 def _open_existing(path: str) -> plyvel.DB:
     try:
         return plyvel.DB(path, create_if_missing=False, **LEVELDB_OPTIONS)
+    except plyvel.CorruptionError as exc:
+        message = plyvel_message(exc)
+        damaged = _DescriptorDamaged if _DESCRIPTOR_DAMAGE.search(message.replace(path, "")) else StoreCorrupt
+        raise damaged(path, f"LevelDB cannot open it: {message}") from exc
     except plyvel.IOError as exc:
         message = plyvel_message(exc)
         if "LOCK" in message:

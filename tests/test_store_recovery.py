@@ -16,6 +16,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import plyvel
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from localstore import BINS, Chunk, ChunkNotFound, LocalStore
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
+from localstore.storefiles import KEY_BIN_COUNTER
 from tests.test_localstore import OVERLAY, naive_bin, random_chunks
 
 
@@ -244,3 +246,21 @@ def test_a_clean_close_flushes_every_file_to_the_disk(
     store.close()
     assert CHUNK_FILE_NAME in synced and bins <= set(synced), synced
     assert synced.index(CHUNK_FILE_NAME) < synced.index("ADDRESSES"), "data before the clean mark"
+
+
+def test_entries_naming_slots_past_the_cursors_are_dropped(tmp_path: Path) -> None:
+    """A LevelDB that lost one bin's last increment but kept a later one (what a lossy repair
+    can give) leaves an entry naming a slot past those the cursors cover, which the next put
+    takes: that entry is dropped at open, not left to name another chunk's slot."""
+    path = tmp_path / "s"
+    placed = fill(path, random_chunks(30, seed=8))
+    last = placed[-1]
+    regressed = max((p for p in placed if p.bin != last.bin), key=lambda p: p.slot)
+    db = plyvel.DB(str(path))
+    db.put(KEY_BIN_COUNTER + bytes((regressed.bin,)), (regressed.bin_id - 1).to_bytes(8, "big"))
+    db.close()
+    with LocalStore(path, OVERLAY) as store:
+        assert len(store) == len(placed) - 2
+        assert not store.has(last.chunk.address) and not store.has(regressed.chunk.address)
+        assert store.put(last.chunk) and store.put(regressed.chunk)
+        assert [store.get(p.chunk.address) for p in placed] == [p.chunk for p in placed]
