@@ -8,21 +8,23 @@ Here every chunk is written once, at its slot, and read with ``pread``: the kern
 holds the file, not the process. Where each chunk is, is recorded by the pull index
 (localstore/pullindex.py) and the address index (localstore/addressindex.py).
 
-Slot ``n`` starts at byte ``n * SLOT_SIZE`` and holds ``address (32) || checksum (4) || data``,
+Slot ``n`` starts at byte ``n * SLOT_SIZE`` and holds ``address (32) || checksum (8) || data``,
 zero-padded to the slot size; ``data`` is up to ``SLOT_DATA_SIZE`` bytes (a single-owner chunk's
 ``id || signature || span || payload``; a content chunk's ``span || payload`` is at most 4104).
-Its length is kept by the indexes. ``checksum`` is the CRC-32 of ``address || data``, big-endian.
-Every read checks both: the address proves the slot holds the right chunk (a write that never
-reached the disk, or one overwritten), the checksum that its bytes are the ones written (bit rot,
-a torn write). Either failing raises ChunkDamaged, and the store drops the chunk instead of
-serving it.
+Its length is kept by the indexes. ``checksum`` is the 64-bit XXH3 hash of ``address || data``,
+big-endian. Every read checks both: the address proves the slot holds the right chunk (a write
+that never reached the disk, or one overwritten), the checksum that its bytes are the ones
+written (bit rot, a torn write). Either failing raises ChunkDamaged, and the store drops the
+chunk instead of serving it.
 
-Why CRC-32 and not the BMT: checking a 4 KiB chunk's BMT address costs 127 Keccak calls, about
-125 us; ``zlib.crc32`` of the same bytes about 1 us, BLAKE2b-8 about 5 us (``python -m
-benches.localstore`` prints the three). A read is about 10 us, so the BMT would cut reads tenfold
-where CRC-32 costs a tenth; and the disk is not an adversary: CRC-32 catches every burst of up to
-32 flipped bits and misses random damage with probability 2**-32. Chunks from peers are still
-BMT-verified before they are stored.
+Why XXH3 (the ``xxhash`` package) and not the BMT or a hash from the standard library: checking
+a 4 KiB chunk's BMT address costs 127 Keccak calls, about 110-150 us; over 128 distinct chunks
+(as a batch of reads or writes touches them) XXH3-64 costs about 0.1 us a chunk, ``zlib.crc32``
+about 1-3 us, BLAKE2b-8 5-17 us (``python -m benches.localstore`` prints them; docs/performance.md).
+A read is 5-7 us, so the BMT would make reads twenty times dearer, CRC-32 a quarter, XXH3 a few
+per cent. The disk is not an adversary, so a fast non-cryptographic hash suffices: 64 bits miss
+random damage with probability 2**-64. Chunks from peers are still BMT-verified before they are
+stored.
 
 Chunks are never deleted, so slots are handed out in order and the next free slot is the
 number of bin IDs the store has given out: no free list, nothing else to persist (a damaged
@@ -36,25 +38,38 @@ with zeros and reports the slots lost (``lost``), whose chunks the store drops.
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Sequence
+
+import xxhash
 
 from localstore.chunk import ADDRESS_SIZE, Chunk
 from localstore.errors import MOVE_AWAY, ChunkDamaged, StoreCorrupt
 
-__all__ = ["CHECKSUM_SIZE", "CHUNK_FILE_NAME", "SLOT_DATA_SIZE", "SLOT_SIZE", "ChunkFile", "checksum"]
+__all__ = [
+    "CHECKSUM_SIZE",
+    "CHUNK_FILE_NAME",
+    "SLOT_DATA_SIZE",
+    "SLOT_HEADER_SIZE",
+    "SLOT_SIZE",
+    "ChunkFile",
+    "checksum",
+]
 
 CHUNK_FILE_NAME = "CHUNKS"
 SLOT_DATA_SIZE = 32 + 65 + 8 + 4096
 """Most data a slot holds: a single-owner chunk, id (32) || signature (65) || span (8) || payload."""
-CHECKSUM_SIZE = 4
-_HEADER = ADDRESS_SIZE + CHECKSUM_SIZE
-SLOT_SIZE = _HEADER + SLOT_DATA_SIZE
+CHECKSUM_SIZE = 8
+SLOT_HEADER_SIZE = ADDRESS_SIZE + CHECKSUM_SIZE
+"""Address and checksum, before the data."""
+SLOT_SIZE = SLOT_HEADER_SIZE + SLOT_DATA_SIZE
+_HEADER = SLOT_HEADER_SIZE
 
 
-def checksum(address: bytes, data: bytes | memoryview) -> int:
-    """The CRC-32 a slot keeps for ``address || data``."""
-    return zlib.crc32(data, zlib.crc32(address))
+def checksum(address: bytes, data: bytes | memoryview) -> bytes:
+    """The checksum a slot keeps for ``address || data``: XXH3-64, big-endian."""
+    hasher = xxhash.xxh3_64(address)
+    hasher.update(data)
+    return hasher.digest()
 
 
 class ChunkFile:
@@ -126,7 +141,7 @@ class ChunkFile:
                     f"chunk {address.hex()} has {len(data)} bytes of data; a slot holds {SLOT_DATA_SIZE}"
                 )
             records.append(address)
-            records.append(checksum(address, data).to_bytes(CHECKSUM_SIZE, "big"))
+            records.append(checksum(address, data))
             records.append(data)
             records.append(bytes(SLOT_DATA_SIZE - len(data)))
         buffer = memoryview(b"".join(records))
@@ -145,7 +160,7 @@ class ChunkFile:
         if found != address or len(record) != _HEADER + length:
             raise ChunkDamaged(self._directory, address, slot, f"holds {found.hex() or 'nothing'}")
         data = memoryview(record)[_HEADER:]
-        if checksum(address, data) != int.from_bytes(record[ADDRESS_SIZE:_HEADER], "big"):
+        if checksum(address, data) != record[ADDRESS_SIZE:_HEADER]:
             problem = "its data does not match its checksum (bit rot or a torn write)"
             raise ChunkDamaged(self._directory, address, slot, problem)
         return bytes(data)

@@ -31,7 +31,7 @@ from localstore.chunkfile import CHUNK_FILE_NAME
 from localstore.errors import MOVE_AWAY, OverlayMismatch, StoreCorrupt, StoreLocked, UnsupportedStoreVersion
 
 FORMAT_VERSION = 4
-"""4: slots of 4,237 bytes with a CRC-32 each, holding up to 4,201 bytes (single-owner chunks);
+"""4: slots of 4,241 bytes with a 64-bit checksum each, holding up to 4,201 bytes (single-owner chunks);
 3: chunk data, pull index and address index in files, LevelDB holds cursors and state;
 2: chunk data in the slot file CHUNKS, its index in LevelDB; 1: chunk data inside LevelDB."""
 

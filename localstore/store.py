@@ -223,8 +223,8 @@ class LocalStore:
         """Raise ChunkNotFound or ChunkDamaged (dropping the chunk) unless get would succeed.
 
         The upstream calls it for every chunk it offers, so that a damaged chunk is not offered
-        and then found undeliverable. It reads the whole slot (a 4 KiB pread and a CRC-32, about
-        2 us more than the address alone: docs/performance.md) but builds no Chunk.
+        and then found undeliverable. It reads the whole slot (a 4 KiB pread and an XXH3 hash, about
+        1 us more than the address alone: docs/performance.md) but builds no Chunk.
         """
         entry = self._entry_of(address)
         try:

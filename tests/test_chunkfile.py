@@ -6,16 +6,16 @@ import hashlib
 import json
 import os
 import random
-import zlib
 from pathlib import Path
 
 import pytest
+import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from localstore import Chunk, ChunkDamaged, ChunkNotFound, LocalStore, StoreCorrupt, UnsupportedStoreVersion
 from localstore.addressindex import INDEX_FILE_NAME
-from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_DATA_SIZE, SLOT_SIZE
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_DATA_SIZE, SLOT_HEADER_SIZE, SLOT_SIZE
 from localstore.directory import MARKER_NAME
 from tests.test_localstore import OVERLAY, random_chunks, snapshot
 
@@ -36,14 +36,14 @@ def test_slots_hold_address_checksum_and_data_in_store_order(tmp_path: Path) -> 
     chunks = random_chunks(10, seed=1, size=100) + full_chunks(5, seed=2)
     filled(tmp_path / "s", chunks)
     raw = (tmp_path / "s" / CHUNK_FILE_NAME).read_bytes()
-    assert SLOT_SIZE == 32 + 4 + 4201
+    assert SLOT_SIZE == 32 + 8 + 4201 and SLOT_HEADER_SIZE == 40
     assert len(raw) == len(chunks) * SLOT_SIZE
     for slot, chunk in enumerate(chunks):
         record = raw[slot * SLOT_SIZE : (slot + 1) * SLOT_SIZE]
         assert record[:32] == chunk.address
-        assert record[32:36] == zlib.crc32(chunk.address + chunk.data).to_bytes(4, "big")
-        assert record[36 : 36 + len(chunk.data)] == chunk.data
-        assert record[36 + len(chunk.data) :] == bytes(SLOT_SIZE - 36 - len(chunk.data))
+        assert record[32:40] == xxhash.xxh3_64_digest(chunk.address + chunk.data)
+        assert record[40 : 40 + len(chunk.data)] == chunk.data
+        assert record[40 + len(chunk.data) :] == bytes(SLOT_SIZE - 40 - len(chunk.data))
 
 
 @pytest.mark.parametrize("size", [0, 1, 4104, 4105, SLOT_DATA_SIZE])
@@ -211,7 +211,7 @@ def test_check_slot_finds_a_lost_slot_and_a_damaged_payload(tmp_path: Path) -> N
             store.check_slot(chunks[3].address)
         with pytest.raises(ChunkNotFound):
             store.check_slot(chunks[3].address)
-        flip(path, 1, 36 + 20)
+        flip(path, 1, SLOT_HEADER_SIZE + 20)
         with pytest.raises(ChunkDamaged, match="does not match its checksum"):
             store.check_slot(chunks[1].address)
         assert len(store) == 3 and not store.has(chunks[1].address)
@@ -230,7 +230,7 @@ def flip(path: Path, slot: int, offset: int, mask: int = 0x01) -> None:
 
 @pytest.mark.parametrize(
     "where",
-    [0, 31, 32, 35, 36, 43, 44, 36 + 2048, 36 + 4103],
+    [0, 31, 32, 39, 40, 47, 48, 40 + 2048, 40 + 4103],
     ids=["address", "address-end", "checksum", "checksum-end", "span", "span-end", "payload", "mid", "last"],
 )
 def test_a_flipped_bit_in_a_slot_is_never_served(tmp_path: Path, where: int) -> None:
@@ -280,7 +280,7 @@ def test_property_get_never_returns_other_bytes_than_were_put(
     victim %= len(chunks)
     filled(path, chunks)
     with LocalStore(path, OVERLAY) as store:
-        flip(path, victim, int(position * (36 + len(chunks[victim].data))), mask)
+        flip(path, victim, int(position * (SLOT_HEADER_SIZE + len(chunks[victim].data))), mask)
         for slot, chunk in enumerate(chunks):
             if slot == victim:
                 with pytest.raises(ChunkDamaged):

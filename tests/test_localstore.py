@@ -11,7 +11,6 @@ import sys
 import tempfile
 import textwrap
 import time
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from localstore import (
     UnsupportedStoreVersion,
     bmt_address,
 )
-from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_HEADER_SIZE, SLOT_SIZE, checksum
 from localstore.directory import FORMAT_VERSION, MARKER_NAME
 from localstore.pullindex import ENTRY_SIZE, HOLE_SLOT, pull_file_name
 from localstore.store import KEY_BIN_COUNTER, META_VERSION
@@ -861,10 +860,10 @@ def test_sigkill_while_writing_leaves_a_consistent_store(store_path: Path) -> No
     chunk_file = (store_path / CHUNK_FILE_NAME).read_bytes()
     chunks = {}
     for _, _, address, slot, length in entries:
-        record = chunk_file[slot * SLOT_SIZE : slot * SLOT_SIZE + 36 + length]
+        record = chunk_file[slot * SLOT_SIZE : slot * SLOT_SIZE + SLOT_HEADER_SIZE + length]
         assert record[:32] == address, f"slot {slot} holds its chunk's address"
-        assert int.from_bytes(record[32:36], "big") == zlib.crc32(address + record[36:])
-        chunks[address] = record[36:]
+        assert record[32:SLOT_HEADER_SIZE] == checksum(address, record[SLOT_HEADER_SIZE:])
+        chunks[address] = record[SLOT_HEADER_SIZE:]
     assert len(chunks) == len(entries), "every chunk indexed exactly once"
     for address, data in chunks.items():
         assert bmt_address(data[8:], int.from_bytes(data[:8], "little")) == address

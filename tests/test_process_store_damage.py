@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from localstore import Chunk
-from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_HEADER_SIZE, SLOT_SIZE
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
 from pot import proximity
 from swarm.testing import NodeProcess, poll, preload, random_chunks
@@ -43,7 +43,7 @@ def statuses(node: NodeProcess, chunks: list[Chunk], method: str = "HEAD") -> li
 
 def flip_payload_byte(store: Path, slot: int, offset: int = 100) -> None:
     """Flip one bit of a chunk's payload in the slot file (after address, checksum and span)."""
-    at = slot * SLOT_SIZE + 32 + 4 + 8 + offset
+    at = slot * SLOT_SIZE + SLOT_HEADER_SIZE + 8 + offset
     fd = os.open(store / CHUNK_FILE_NAME, os.O_RDWR)
     try:
         byte = os.pread(fd, 1, at)
