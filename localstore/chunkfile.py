@@ -18,11 +18,11 @@ written (bit rot, a torn write). Either failing raises ChunkDamaged, and the sto
 chunk instead of serving it.
 
 Why XXH3 (the ``xxhash`` package) and not the BMT or a hash from the standard library: checking
-a 4 KiB chunk's BMT address costs 127 Keccak calls, about 110-150 us; over 128 distinct chunks
-(as a batch of reads or writes touches them) XXH3-64 costs about 0.1 us a chunk, ``zlib.crc32``
-about 1-3 us, BLAKE2b-8 5-17 us (``python -m benches.localstore`` prints them; docs/performance.md).
-A read is 5-7 us, so the BMT would make reads twenty times dearer, CRC-32 a quarter, XXH3 a few
-per cent. The disk is not an adversary, so a fast non-cryptographic hash suffices: 64 bits miss
+a 4 KiB chunk's BMT address costs 127 Keccak calls, 110-340 us; over 128 distinct chunks (as a
+batch of reads or writes touches them) XXH3-64 costs about 0.2 us a chunk, ``zlib.crc32`` about
+1.3 us, BLAKE2b-8 about 8 us (``python -m benches.localstore`` prints them; docs/performance.md).
+A get is 8-9 us, so the BMT would make it about 25 times dearer, CRC-32 about 15 % dearer, XXH3
+a few per cent. The disk is not an adversary, so a fast non-cryptographic hash suffices: 64 bits miss
 random damage with probability 2**-64. Chunks from peers are still BMT-verified before they are
 stored.
 
