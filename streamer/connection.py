@@ -1,10 +1,12 @@
 """A handshaken peer connection: framed messages in, a priority outbox out, bytes accounted.
 
-The trio shell around the sans-IO codec. One reader task decodes frames and hands each message
-to the node's handler; one writer task drains the outbox, most urgent first, coalescing what is
-queued into one write. The handler runs inside the reader, so it must not wait on this
-connection's own outbox (that could deadlock two peers whose outboxes are both full): it answers
-with `send_nowait` or hands the work to a task started with `start_soon`.
+The trio shell around the sans-IO codec and the greeting (`streamer.handshake`). One reader
+task decodes frames, answers the connection's own messages (Ping; a second Hello or Handshake
+is a violation) and hands every other message to the node's handler; one writer task drains
+the outbox, most urgent first, coalescing what is queued into one write. The handler runs
+inside the reader, so it must not wait on this connection's own outbox (that could deadlock two
+peers whose outboxes are both full): it answers with `send_nowait` or hands the work to a task
+started with `start_soon`.
 
 A connection ends for one of three reasons, reported by `run()` as a `Disconnect`: the peer
 closed it (EOF or its Goodbye), we closed it (`close`), or the peer broke the protocol (any
@@ -20,13 +22,14 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
 from streamer.codec import FrameDecoder, encode
 from streamer.errors import RemoteProtocolError
-from streamer.identity import HandshakeError, verify_handshake
+from streamer.handshake import CONNECTION_MESSAGES, HandshakeMachine, HandshakeRefused, connection_reply
+from streamer.identity import HandshakeError
 from streamer.messages import (
     NONCE_SIZE,
     PROTOCOL_VERSION,
@@ -35,6 +38,9 @@ from streamer.messages import (
     Handshake,
     Hello,
     Message,
+    Ping,
+    Pong,
+    clip_reason,
     payload_size,
 )
 from streamer.outbox import Priority, PriorityOutbox
@@ -47,7 +53,6 @@ RECEIVE_SIZE = 65536
 MAX_WRITE = 256 * 1024  # bytes coalesced into one send_all
 
 MessageHandler = Callable[[Message], Awaitable[None]]
-_T = TypeVar("_T")
 
 
 class HandshakeFailed(Exception):
@@ -96,19 +101,18 @@ async def handshake(
 ) -> PeerConnection:
     """Greet and verify a peer on a fresh stream; returns the connection, ready to `run`.
 
-    Each side sends a `Hello` with a fresh random nonce, then its `Handshake`, built by
-    `make_local` and signed over the other side's nonce, so a handshake recorded on one
-    connection is worthless on another. On failure the stream is closed (after a Goodbye saying
-    why, if we refused) and `HandshakeFailed` is raised.
+    The rules are the `HandshakeMachine`'s: each side sends a `Hello` with a fresh random nonce,
+    then its `Handshake`, built by `make_local` and signed over the other side's nonce, so a
+    handshake recorded on one connection is worthless on another. On failure the stream is closed
+    (after a Goodbye saying why, if we refused) and `HandshakeFailed` is raised.
     """
     decoder = FrameDecoder()
-    nonce = secrets.token_bytes(NONCE_SIZE)
+    machine = HandshakeMachine(
+        secrets.token_bytes(NONCE_SIZE), make_local, network_id=network_id, version=version
+    )
     try:
         with trio.fail_after(timeout):
-            local, remote = await _exchange(stream, nonce, make_local, decoder)
-            if remote.overlay == local.overlay:
-                raise HandshakeError("connected to ourselves", GoodbyeCode.DUPLICATE_CONNECTION)
-            verify_handshake(remote, network_id=network_id, version=version, challenge=nonce)
+            await _exchange(stream, machine, decoder)
     except HandshakeError as exc:
         await _refuse(stream, exc.code, str(exc))
         raise HandshakeFailed(str(exc), int(exc.code), by="local") from exc
@@ -119,87 +123,76 @@ async def handshake(
         reason = f"no handshake within {timeout:g}s"
         await _refuse(stream, GoodbyeCode.BAD_HANDSHAKE, reason)
         raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local") from None
+    except HandshakeRefused as exc:
+        await _close_quietly(stream)
+        raise HandshakeFailed(str(exc), exc.code, "remote") from exc
+    except EOFError:
+        await _close_quietly(stream)
+        raise HandshakeFailed(
+            "peer closed the connection during the handshake", GoodbyeCode.NORMAL, "remote"
+        ) from None
     except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         await _close_quietly(stream)
         reason = f"connection lost during handshake: {exc}"
         raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from exc
-    except HandshakeFailed:
-        await _close_quietly(stream)
-        raise
+    assert machine.local is not None and machine.remote is not None
     return PeerConnection(
-        stream, remote, local, outbound=outbound, decoder=decoder, outbox_capacity=outbox_capacity
+        stream,
+        machine.remote,
+        machine.local,
+        outbound=outbound,
+        decoder=decoder,
+        outbox_capacity=outbox_capacity,
     )
 
 
-async def _exchange(
-    stream: trio.abc.Stream, nonce: bytes, make_local: Callable[[bytes], Handshake], decoder: FrameDecoder
-) -> tuple[Handshake, Handshake]:
-    """Hello both ways, then Handshake both ways; sending never waits for reading, or two peers
-    that both write first could block each other."""
-    outcome: dict[str, Any] = {}
-    their_hello = trio.Event()
+async def _exchange(stream: trio.abc.Stream, machine: HandshakeMachine, decoder: FrameDecoder) -> None:
+    """Feed the machine what arrives and send what it answers. Sending runs in its own task, so
+    it never waits for reading: two peers that both write first could block each other."""
+    outgoing, to_send = trio.open_memory_channel[Message](2)
+    errors: list[Exception] = []  # raised after the nursery, unwrapped from any exception group
 
-    async def send() -> None:
+    async def sender() -> None:
         try:
-            await stream.send_all(encode(Hello(nonce)))
-            await their_hello.wait()
-            outcome["local"] = make_local(outcome["their_nonce"])
-            await stream.send_all(encode(outcome["local"]))
+            async for msg in to_send:
+                await stream.send_all(encode(msg))
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            outcome.setdefault("error", exc)
-
-    async def receive() -> None:
-        try:
-            hello = await _receive(stream, decoder, Hello)
-            outcome["their_nonce"] = hello.nonce
-            their_hello.set()
-            outcome["remote"] = await _receive(stream, decoder, Handshake)
-        except Exception as exc:
-            outcome["error"] = exc  # the receiver's error explains more than the sender's
-            nursery.cancel_scope.cancel()
+            errors.append(exc)
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(send)
-        nursery.start_soon(receive)
-    if "remote" in outcome and "local" in outcome:
-        return outcome["local"], outcome["remote"]
-    error = outcome.get("error")
-    if error is None:
-        raise trio.TooSlowError  # both were cancelled from outside
-    raise error
+        nursery.start_soon(sender)
+        with outgoing:
+            outgoing.send_nowait(machine.start())
+            try:
+                while not machine.done:
+                    reply = machine.receive(await _next_message(stream, decoder))
+                    if reply is not None:
+                        outgoing.send_nowait(reply)
+            except Exception as exc:
+                errors.insert(0, exc)  # the reader's error explains more than the sender's
+                # what is queued (our Handshake) still goes out, briefly, before the Goodbye
+                nursery.cancel_scope.deadline = trio.current_time() + GOODBYE_TIMEOUT
+    if errors:
+        raise errors[0]
 
 
-async def _receive(stream: trio.abc.Stream, decoder: FrameDecoder, expected: type[_T]) -> _T:
-    """The next message, which must be of type `expected` (a Goodbye ends the handshake)."""
+async def _next_message(stream: trio.abc.Stream, decoder: FrameDecoder) -> Message:
+    """The next whole message off the stream; EOFError if the peer closed it first."""
     while True:
         msg = decoder.next_message()
         if msg is not None:
-            if isinstance(msg, expected):
-                return msg
-            if isinstance(msg, Goodbye):
-                reason = f"peer refused the handshake: {msg.reason or 'no reason given'}"
-                raise HandshakeFailed(reason, int(msg.code), "remote")
-            if expected is Hello and isinstance(msg, Handshake):
-                # Version 1 had no Hello; any peer that skips it cannot verify our handshake.
-                raise HandshakeError(
-                    f"peer sent a Handshake without a Hello first: it speaks protocol version "
-                    f"{msg.version}, this node speaks {PROTOCOL_VERSION}",
-                    GoodbyeCode.VERSION_MISMATCH,
-                )
-            raise RemoteProtocolError(f"expected {expected.__name__}, got {type(msg).__name__}")
+            return msg
         data = await stream.receive_some(RECEIVE_SIZE)
         if not data:
             decoder.receive_eof()
-            raise HandshakeFailed(
-                "peer closed the connection during the handshake", GoodbyeCode.NORMAL, "remote"
-            )
+            raise EOFError
         decoder.receive_data(data)
 
 
 async def _refuse(stream: trio.abc.Stream, code: int, reason: str) -> None:
     """Best effort: tell the peer why, then close."""
     with trio.move_on_after(GOODBYE_TIMEOUT), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        await stream.send_all(encode(Goodbye(code=code, reason=_clip(reason))))
+        await stream.send_all(encode(Goodbye(code=code, reason=clip_reason(reason))))
     await _close_quietly(stream)
 
 
@@ -216,11 +209,6 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
-
-
-def _clip(reason: str, limit: int = 1000) -> str:
-    data = reason.encode()
-    return reason if len(data) <= limit else data[:limit].decode(errors="ignore")
 
 
 class PeerConnection:
@@ -317,7 +305,7 @@ class PeerConnection:
         self._disconnect = Disconnect("local", int(code), reason, violation)
         self._outbox.clear()
         with suppress(trio.WouldBlock, trio.ClosedResourceError):
-            self._outbox.put_nowait(Goodbye(code=code, reason=_clip(reason)), Priority.RETRIEVAL)
+            self._outbox.put_nowait(Goodbye(code=code, reason=clip_reason(reason)), Priority.RETRIEVAL)
         self._outbox.close()
         if self._scope is not None:
             self._scope.deadline = min(self._scope.deadline, trio.current_time() + GOODBYE_TIMEOUT)
@@ -385,13 +373,26 @@ class PeerConnection:
                 if isinstance(msg, Goodbye):
                     self._ended(Disconnect("remote", int(msg.code), msg.reason))
                     return
-                await handler(msg)
+                if isinstance(msg, CONNECTION_MESSAGES):
+                    self._answer(msg)
+                else:
+                    await handler(msg)
         except RemoteProtocolError as exc:
             self.broke_protocol(exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self._ended(
                 Disconnect("remote", GoodbyeCode.NORMAL, f"connection lost: {exc or type(exc).__name__}")
             )
+
+    def _answer(self, msg: Hello | Handshake | Ping | Pong) -> None:
+        reply = connection_reply(msg)
+        if reply is not None:
+            try:
+                self.send_nowait(reply)
+            except trio.WouldBlock:
+                raise RemoteProtocolError("ping flood", GoodbyeCode.OVERLOADED) from None
+            except trio.ClosedResourceError:
+                pass  # closing anyway
 
     async def _write_loop(self) -> None:
         outbox, stats = self._outbox, self.stats

@@ -23,6 +23,8 @@ from localstore import ChunkDamaged, ChunkNotFound, LocalStore
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
+    MAX_BATCH_SIZE,
+    OFFER_WINDOW,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
@@ -34,12 +36,10 @@ from streamer.messages import (
     WantedHashes,
 )
 from streamer.outbox import Priority
-from syncer.batches import SyncViolation
-from syncer.offers import MAX_BATCH, StreamOffers
+from syncer.offers import StreamOffers
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WINDOW = 2
 DEFAULT_LIVE_IDLE = 0.05
 
 
@@ -67,7 +67,7 @@ class Upstream:
         conn: PeerConnection,
         store: LocalStore,
         *,
-        window: int = DEFAULT_WINDOW,
+        window: int = OFFER_WINDOW,
         live_idle: float = DEFAULT_LIVE_IDLE,
     ) -> None:
         self.conn = conn
@@ -124,10 +124,7 @@ class Upstream:
         stream = self._streams.get((msg.bin, msg.live))
         if stream is None:
             raise RemoteProtocolError(f"want for bin {msg.bin} {_kind(msg.live)}, which is not subscribed")
-        try:
-            pairs = stream.offers.answer(msg.start, msg.end, msg.wanted_indices())
-        except SyncViolation as exc:
-            raise RemoteProtocolError(str(exc)) from None
+        pairs = stream.offers.answer(msg.start, msg.end, msg.wanted_indices())
         # cannot overflow: at most `window` offers are open, and each is answered once
         stream.wants_in.send_nowait((msg.start, pairs))
 
@@ -176,7 +173,7 @@ class Upstream:
         first = offers.next_id
         cursor = await self.store.wait_bin(offers.bin, first - 1)
         with trio.move_on_after(self.live_idle):
-            while cursor - first + 1 < MAX_BATCH:
+            while cursor - first + 1 < MAX_BATCH_SIZE:
                 cursor = await self.store.wait_bin(offers.bin, cursor)
         return self.store.cursor(offers.bin)
 
