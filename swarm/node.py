@@ -29,7 +29,7 @@ from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
 from localstore.cache import DEFAULT_CACHE_BYTES
 from pot import MAX_PO, proximity
-from streamer.connection import GOODBYE_TIMEOUT, HandshakeFailed, PeerConnection
+from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
 from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
 from streamer.requests import RequestTable
@@ -126,7 +126,7 @@ class Node:
             self.table,
             self.book,
             get_strategy(config.strategy),
-            self._dial,
+            self.sessions.dial,
             lambda overlay, reason: self.sessions.close(overlay, GoodbyeCode.PRUNED, reason),
             backoff=Backoff(config.redial_min, config.redial_max),
         )
@@ -179,7 +179,9 @@ class Node:
                 if config.gossip:
                     nursery.start_soon(self.gossip.run, lambda: list(self.sessions.peers.values()))
                 for host, port in config.peers:
-                    nursery.start_soon(self.keep_bootnode, host, port)
+                    nursery.start_soon(
+                        self.sessions.keep_bootnode, host, port, config.redial_min, config.redial_max
+                    )
                 self._write_node_json()
                 api = f"http://{config.api_host}:{self.api_port}" if self.api_port else "off"
                 log.info(
@@ -278,43 +280,15 @@ class Node:
         if self.config.gossip:
             self.gossip.on_records(peer, msg)
 
-    # -- connections --------------------------------------------------------------------------
-
-    async def connect(self, host: str, port: int) -> PeerConnection:
-        """Dial once; returns when the handshake is done and the session runs."""
-        return await self.sessions.connect(host, port)
-
-    async def _dial(self, address: PeerAddress) -> None:
-        """The connection manager's dial: connect, and check the peer is who gossip said."""
-        if address.overlay in self.sessions.peers:
-            return
-        conn = await self.connect(address.host, address.port)
-        if conn.overlay != address.overlay:
-            conn.close(GoodbyeCode.BAD_HANDSHAKE, "not the peer this address was advertised for")
-            actual, expected = conn.overlay.hex()[:12], address.overlay.hex()[:12]
-            reason = f"{address.host}:{address.port} is {actual}, not {expected}"
-            raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local")
-
-    async def keep_bootnode(self, host: str, port: int) -> None:
-        """Dial a bootnode, and again (with backoff) whenever this node has no peers at all."""
-        delay = self.config.redial_min
-        while True:
-            if self.sessions.peers:
-                await trio.sleep(self.config.redial_min)
-                continue
-            try:
-                await self.connect(host, port)
-                delay = self.config.redial_min
-            except (OSError, HandshakeFailed) as exc:
-                log.info("dial bootnode %s:%d failed: %s", host, port, exc)
-                await trio.sleep(delay)
-                delay = min(delay * 2, self.config.redial_max)
-
     # -- for the API and the tests --------------------------------------------------------------
 
     @property
     def peers(self) -> dict[bytes, Peer]:
         return self.sessions.peers
+
+    async def connect(self, host: str, port: int) -> PeerConnection:
+        """Dial once; returns when the handshake is done and the session runs."""
+        return await self.sessions.connect(host, port)
 
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int:
         """Store chunks through the intake (uploads: ``verified=True``); returns how many were new."""

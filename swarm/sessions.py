@@ -1,6 +1,6 @@
 """Peer sessions: accepting and dialling connections, one session per peer, and what they left.
 
-`Sessions` greets every connection (`streamer.connection.handshake`), keeps at most one per peer
+`Sessions` greets every connection (`streamer.handshake`), keeps at most one per peer
 (two connections to one peer: the one dialled by the lower overlay stays, and both sides agree),
 builds the `Peer` through the factory the node gives it, runs it until it ends, and reports
 `connected` / `disconnected` to the node. It remembers what ended sessions leave behind for the
@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 import trio
 
-from streamer.connection import Disconnect, HandshakeFailed, PeerConnection, handshake
+from kademlia.addresses import PeerAddress
+from streamer.connection import Disconnect, PeerConnection
+from streamer.handshake import HandshakeFailed, handshake
 from streamer.messages import GoodbyeCode, Handshake
 from swarm.peer import Peer
 
@@ -102,6 +104,32 @@ class Sessions:
         self._nursery.start_soon(self._run_session, conn, ready)
         await ready.wait()
         return conn
+
+    async def dial(self, address: PeerAddress) -> None:
+        """The connection manager's dial: connect, and check the peer is who gossip said."""
+        if address.overlay in self.peers:
+            return
+        conn = await self.connect(address.host, address.port)
+        if conn.overlay != address.overlay:
+            conn.close(GoodbyeCode.BAD_HANDSHAKE, "not the peer this address was advertised for")
+            actual, expected = conn.overlay.hex()[:12], address.overlay.hex()[:12]
+            reason = f"{address.host}:{address.port} is {actual}, not {expected}"
+            raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local")
+
+    async def keep_bootnode(self, host: str, port: int, redial_min: float, redial_max: float) -> None:
+        """Dial a bootnode, and again (with backoff) whenever there are no peers at all."""
+        delay = redial_min
+        while True:
+            if self.peers:
+                await trio.sleep(redial_min)
+                continue
+            try:
+                await self.connect(host, port)
+                delay = redial_min
+            except (OSError, HandshakeFailed) as exc:
+                log.info("dial bootnode %s:%d failed: %s", host, port, exc)
+                await trio.sleep(delay)
+                delay = min(delay * 2, redial_max)
 
     def close(self, overlay: bytes, code: int, reason: str) -> None:
         peer = self.peers.get(overlay)

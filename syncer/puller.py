@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
@@ -49,7 +49,7 @@ class SyncClient(Protocol):
 
     def open_batches(self) -> int: ...
 
-    def start_soon(self, fn: Callable[..., object], *args: object) -> None:
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run a task for the connection's life; a protocol violation in it drops the peer."""
 
 

@@ -10,8 +10,9 @@ import trio
 import trio.testing
 
 from streamer.codec import FrameDecoder, encode
-from streamer.connection import Disconnect, HandshakeFailed, PeerConnection, handshake
+from streamer.connection import Disconnect, PeerConnection
 from streamer.errors import RemoteProtocolError
+from streamer.handshake import HandshakeFailed, handshake
 from streamer.identity import NodeIdentity, make_handshake, verify_handshake
 from streamer.messages import (
     NONCE_SIZE,
