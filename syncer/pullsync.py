@@ -57,7 +57,7 @@ from syncer.session import (
 from syncer.stats import PeerStats
 from syncer.transfers import Transfers
 
-__all__ = ["Completed", "Fetch", "PullSyncClient", "PullerConfig", "SyncConnection", "stream_priority"]
+__all__ = ["Completed", "Fetch", "PullSyncClient", "PullerConfig", "SyncConnection"]
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +91,6 @@ class SyncConnection(Protocol):
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None: ...
 
     def broke_protocol(self, violation: RemoteProtocolError) -> None: ...
-
-
-def stream_priority(live: bool) -> Priority:
-    return Priority.LIVE if live else Priority.HISTORICAL
 
 
 class PullSyncClient:
@@ -160,7 +156,7 @@ class PullSyncClient:
         await self._wait_until(lambda: not self._busy(key), f"{stream_name(*key)} to be free again")
         send, receive = trio.open_memory_channel[OfferReceived](OFFER_WINDOW)
         self._offers[key] = send
-        priority = stream_priority(live)
+        priority = Priority.of_stream(live)
         try:
             subscribe = Subscribe(bin, live, start, end)
             self.session.send(subscribe)

@@ -43,10 +43,6 @@ log = logging.getLogger(__name__)
 DEFAULT_LIVE_IDLE = 0.05
 
 
-def stream_priority(live: bool) -> Priority:
-    return Priority.LIVE if live else Priority.HISTORICAL
-
-
 Want = tuple[int, list[tuple[int, bytes]]]  # offer start, (index, address) pairs to deliver
 
 
@@ -75,6 +71,7 @@ class Upstream:
         self.window = window
         self.live_idle = live_idle
         self._streams: dict[tuple[int, bool], _Stream] = {}
+        self._acking: set[tuple[int, bool]] = set()  # streams whose Unsubscribed is not queued yet
         self.offered = 0
         self.delivered = 0
 
@@ -113,12 +110,27 @@ class Upstream:
         self.conn.start_soon(self._serve, key, stream)
 
     def on_unsubscribe(self, msg: Unsubscribe) -> None:
-        stream = self._streams.pop((msg.bin, msg.live), None)
+        key = (msg.bin, msg.live)
+        if key in self._acking:
+            # A downstream unsubscribes again only after subscribing again, which needs this ack:
+            # a flood of Unsubscribes would otherwise queue replies without bound.
+            raise RemoteProtocolError(
+                f"second Unsubscribe for bin {msg.bin} {_kind(msg.live)} before its Unsubscribed went out",
+                GoodbyeCode.OVERLOADED,
+            )
+        stream = self._streams.pop(key, None)
         if stream is not None:
             stream.offering.cancel()  # no offer can be queued after this
             stream.wants_in.close()  # what was wanted before is still delivered
+        self._acking.add(key)
         # acknowledged in the stream's own class, so it follows every offer already queued
-        self.conn.start_soon(self.conn.send, Unsubscribed(msg.bin, msg.live), stream_priority(msg.live))
+        self.conn.start_soon(self._acknowledge, key)
+
+    async def _acknowledge(self, key: tuple[int, bool]) -> None:
+        try:
+            await self.conn.send(Unsubscribed(*key), Priority.of_stream(key[1]))
+        finally:
+            self._acking.discard(key)
 
     def on_want(self, msg: WantedHashes) -> None:
         stream = self._streams.get((msg.bin, msg.live))
@@ -145,7 +157,7 @@ class Upstream:
     async def _offer(self, stream: _Stream) -> None:
         offers = stream.offers
         bin, live = offers.bin, offers.live
-        priority = stream_priority(live)
+        priority = Priority.of_stream(live)
         while not offers.exhausted():
             await stream.slots.acquire()
             cursor = await self._wait_for_chunks(offers) if live else self.store.cursor(bin)
@@ -179,7 +191,7 @@ class Upstream:
 
     async def _deliver(self, stream: _Stream) -> None:
         bin, live = stream.offers.bin, stream.offers.live
-        priority = stream_priority(live)
+        priority = Priority.of_stream(live)
         async for start, pairs in stream.wants_out:
             for index, address in pairs:
                 try:
