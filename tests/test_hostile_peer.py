@@ -1066,3 +1066,26 @@ async def test_cursors_reply_overtaken_by_a_live_offer_is_not_a_violation(tmp_pa
             finally:
                 await h.aclose()
             nursery.cancel_scope.cancel()
+
+
+async def test_an_unsubscribe_flood_from_a_peer_that_never_reads_is_cut_off(tmp_path: Path) -> None:
+    """Each Unsubscribe provokes an Unsubscribed; a peer that sends thousands and reads nothing
+    used to make the upstream start one blocked reply task per frame (memory without bound).
+    At most one reply per stream may be pending: the second Unsubscribe of a stream before its
+    Unsubscribed went out drops the peer (OVERLOADED), and the target goes on serving."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
+            h = await HostilePeer.connect(target.p2p_port)
+            try:
+                await h.handshake()
+                flood = encode(Unsubscribe(FORGED_BIN, True)) * 2000
+                with trio.move_on_after(5):  # the target stops reading once it has dropped us
+                    await h.send_raw(flood)
+                await wait_for(lambda: target.sessions.violations == 1, timeout=10)
+                (record,) = target.sessions.disconnections
+                assert record.code == "OVERLOADED" and "second Unsubscribe" in record.reason
+                assert h.overlay not in target.peers
+            finally:
+                await h.aclose()
+            nursery.cancel_scope.cancel()
