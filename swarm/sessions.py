@@ -12,22 +12,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
 
 from kademlia.addresses import PeerAddress
-from streamer.connection import Disconnect, PeerConnection
+from streamer.connection import Disconnect, PeerConnection, close_quietly
 from streamer.handshake import HandshakeFailed, handshake
 from streamer.messages import GoodbyeCode, Handshake
+from swarm.logbudget import LogBudget
 from swarm.peer import Peer
 
 __all__ = ["RECENT_DISCONNECTIONS", "TRAFFIC", "Disconnection", "Sessions"]
 
 log = logging.getLogger(__name__)
 
+MAX_GREETINGS = 128
+"""Inbound connections still in their greeting, at most; more are closed at once (a flood of
+half-open connections must not slow the honest handshakes down)."""
+MAX_GREETINGS_PER_HOST = 16
+"""The same, from one remote address, so that one host cannot take all of MAX_GREETINGS."""
 RECENT_DISCONNECTIONS = 16
 """How many ended sessions are remembered (newest first), so dropped peers stay visible."""
 TRAFFIC = ("payload_bytes_in", "protocol_bytes_in", "payload_bytes_out", "protocol_bytes_out")
@@ -70,10 +76,13 @@ class Sessions:
         self.disconnections: deque[Disconnection] = deque(maxlen=RECENT_DISCONNECTIONS)
         self.violations = 0
         self.handshakes_refused = 0
+        self.turned_away = 0  # inbound connections closed at once: too many greetings under way
+        self._greeting: Counter[str] = Counter()  # remote host -> inbound greetings under way
+        self._refusals_logged = LogBudget()
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Hold the nursery dialled sessions run in; on cancellation every peer gets a Goodbye."""
+        """Hold the nursery dialled sessions run in, until cancelled."""
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -81,17 +90,30 @@ class Sessions:
                 await trio.sleep_forever()
         finally:
             self._nursery = None
-            for peer in list(self.peers.values()):
-                peer.conn.close(GoodbyeCode.SHUTDOWN, "node shutting down")
+
+    @property
+    def greetings(self) -> int:
+        """Inbound connections in their greeting now."""
+        return self._greeting.total()
 
     # -- connections ------------------------------------------------------------------------
 
     async def accept(self, stream: trio.SocketStream) -> None:
         """Serve an inbound connection (the listener's handler)."""
+        host = _remote_host(stream)
+        if self._greeting.total() >= MAX_GREETINGS or self._greeting[host] >= MAX_GREETINGS_PER_HOST:
+            self.turned_away += 1
+            await close_quietly(stream)
+            return
+        self._greeting[host] += 1
         try:
             conn = await self._greet(stream, outbound=False)
         except HandshakeFailed:
             return
+        finally:
+            self._greeting[host] -= 1
+            if not self._greeting[host]:
+                del self._greeting[host]
         await self._run_session(conn)
 
     async def connect(self, host: str, port: int) -> PeerConnection:
@@ -143,7 +165,10 @@ class Sessions:
             )
         except HandshakeFailed as exc:
             self.handshakes_refused += 1
-            log.warning("handshake %s failed (%s): %s", "out" if outbound else "in", exc.by, exc.reason)
+            if self._refusals_logged.allow():
+                direction = "out" if outbound else "in"
+                note = self._refusals_logged.note()
+                log.warning("handshake %s failed (%s): %s%s", direction, exc.by, exc.reason, note)
             raise
 
     async def _run_session(self, conn: PeerConnection, ready: trio.Event | None = None) -> None:
@@ -208,6 +233,13 @@ class Sessions:
             for name in TRAFFIC:
                 totals[name] += getattr(peer.conn.stats, name)
         return totals
+
+
+def _remote_host(stream: trio.SocketStream) -> str:
+    try:
+        return str(stream.socket.getpeername()[0])
+    except OSError:  # already gone
+        return ""
 
 
 def _keep_existing(existing: PeerConnection, new: PeerConnection, own: bytes) -> bool:

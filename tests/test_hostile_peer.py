@@ -1117,3 +1117,56 @@ async def test_an_unsubscribe_flood_from_a_peer_that_never_reads_is_cut_off(tmp_
             finally:
                 await h.aclose()
             nursery.cancel_scope.cancel()
+
+
+async def test_a_flood_of_half_open_connections_is_capped_and_honest_peers_still_get_in(
+    tmp_path: Path,
+) -> None:
+    """Connections that never greet hold a task and a socket each until the handshake times out.
+    From one address at most MAX_GREETINGS_PER_HOST are served at a time, the rest are closed at
+    once; an honest peer from another address handshakes as usual."""
+    from swarm.sessions import MAX_GREETINGS_PER_HOST
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
+            flood: list[trio.SocketStream] = []
+            peak = 0
+            try:
+                for _ in range(300):
+                    sock = trio.socket.socket()
+                    await sock.bind(("127.0.0.2", 0))
+                    await sock.connect(("127.0.0.1", target.p2p_port))
+                    flood.append(trio.SocketStream(sock))
+                    await trio.sleep(0)
+                    peak = max(peak, target.sessions.greetings)
+                await wait_for(lambda: target.sessions.turned_away >= 300 - MAX_GREETINGS_PER_HOST)
+                assert peak <= MAX_GREETINGS_PER_HOST
+                h = await HostilePeer.connect(target.p2p_port)  # from 127.0.0.1, an honest greeting
+                await h.handshake()
+                assert h.overlay in target.peers
+                await h.aclose()
+            finally:
+                for stream in flood:
+                    await stream.aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def test_refused_handshakes_do_not_flood_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every refused handshake is counted; only the first few in a while are logged, and the next
+    line says how many were not."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
+            for _ in range(40):
+                h = await HostilePeer.connect(target.p2p_port)
+                await h.greet()
+                await h.send_raw(b"\x00\x00\x00\x02\xee\xee")  # an unknown message type
+                await h.goodbye_then_eof()
+                await h.aclose()
+            await wait_for(lambda: target.sessions.handshakes_refused == 40)
+            nursery.cancel_scope.cancel()
+    refusals = [r for r in caplog.records if "handshake in failed" in r.getMessage()]
+    assert 1 <= len(refusals) <= 10
