@@ -67,6 +67,11 @@ class NodeCollector(Collector):
             "connections refused during the handshake (wrong network, bad signature, version ...)",
             value=stats.handshakes_refused,
         )
+        yield CounterMetricFamily(
+            "swarm_connections_turned_away",
+            "inbound connections closed at once because too many greetings were under way",
+            value=stats.turned_away,
+        )
         cursors = GaugeMetricFamily("swarm_pull_index_cursor", "highest bin ID per bin", labels=["bin"])
         for bin, cursor in enumerate(stats.cursors):
             if cursor:

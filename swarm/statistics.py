@@ -53,6 +53,7 @@ class NodeStatistics:
     disconnections: tuple[Disconnection, ...]  # newest first
     violations: int
     handshakes_refused: int
+    turned_away: int  # inbound connections closed at once: too many greetings under way
     retrieval: RetrievalStatistics
     table: TableSnapshot
     strategy: str
@@ -100,6 +101,7 @@ def collect_statistics(
         disconnections=tuple(sessions.disconnections),
         violations=sessions.violations,
         handshakes_refused=sessions.handshakes_refused,
+        turned_away=sessions.turned_away,
         retrieval=retrieval.statistics(),
         table=table.snapshot(),
         strategy=strategy,

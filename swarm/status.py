@@ -118,4 +118,5 @@ def loss_totals(stats: NodeStatistics) -> dict[str, int]:
             totals[name] += value
     totals["violations"] = stats.violations
     totals["handshakes_refused"] = stats.handshakes_refused
+    totals["turned_away"] = stats.turned_away
     return totals
