@@ -73,8 +73,8 @@ def checksum_address(owner: bytes) -> str:
     if len(owner) != OWNER_SIZE:
         raise ValueError(f"an owner address is {OWNER_SIZE} bytes, got {len(owner)}")
     plain = owner.hex()
-    nibbles = keccak256(plain.encode("ascii")).hex()
-    return "0x" + "".join(c.upper() if int(n, 16) >= 8 else c for c, n in zip(plain, nibbles[:40], strict=True))
+    nibbles = keccak256(plain.encode("ascii")).hex()[: len(plain)]
+    return "0x" + "".join(c.upper() if n in "89abcdef" else c for c, n in zip(plain, nibbles, strict=True))
 
 
 def _recover_public_key(signature: bytes, data: bytes) -> bytes:

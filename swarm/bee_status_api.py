@@ -46,6 +46,12 @@ def status_routes(
         mode = backend.node_info().bee_mode
         return JSONResponse({"beeMode": mode, "chequebookEnabled": False, "swapEnabled": False})
 
+    async def addresses(request: Request) -> Response:
+        return _addresses(backend)
+
+    async def status(request: Request) -> Response:
+        return _status(backend)
+
     async def peers(request: Request) -> Response:
         listed = [{"address": p.overlay.hex(), "fullNode": p.full_node} for p in backend.peers()]
         return JSONResponse({"peers": listed})
@@ -54,13 +60,13 @@ def status_routes(
         Route("/health", health, methods=["GET"]),
         Route("/readiness", readiness, methods=["GET"]),
         Route("/node", node, methods=["GET"]),
-        Route("/addresses", lambda request: _addresses(backend), methods=["GET"]),
-        Route("/status", lambda request: _status(backend), methods=["GET"]),
+        Route("/addresses", addresses, methods=["GET"]),
+        Route("/status", status, methods=["GET"]),
         Route("/peers", peers, methods=["GET"]),
     ]
 
 
-async def _addresses(backend: BeeBackend) -> Response:
+def _addresses(backend: BeeBackend) -> Response:
     info = backend.node_info()
     return JSONResponse(
         {
@@ -74,7 +80,7 @@ async def _addresses(backend: BeeBackend) -> Response:
     )
 
 
-async def _status(backend: BeeBackend) -> Response:
+def _status(backend: BeeBackend) -> Response:
     s, info = backend.status(), backend.node_info()
     return JSONResponse(
         {
