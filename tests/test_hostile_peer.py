@@ -56,7 +56,7 @@ from streamer.messages import (
 )
 from swarm.node import Node
 from swarm.testing import NodeProcess, node_config, poll, preload, random_chunks, start_node, wait_for
-from syncer.downstream import PullerConfig
+from syncer.pullsync import PullerConfig
 
 HISTORY = random_chunks(300, seed=101)
 LIVE = random_chunks(60, seed=102)
@@ -513,7 +513,7 @@ async def honest_sync(tmp_path: Path, *, verify_workers: int = 0) -> AsyncIterat
     async with trio.open_nursery() as nursery:
         upstream = await start_node(nursery, node_config(tmp_path / "up", api_port=None))
         for chunk in HISTORY:
-            upstream.puller.store_chunk(chunk)
+            upstream.intake.store(chunk)
         peers = [("127.0.0.1", upstream.p2p_port)]
         config = node_config(tmp_path / "target", peers=peers, verify_workers=verify_workers)
         target = await start_node(nursery, config)
@@ -531,7 +531,7 @@ def holds_exactly(node: Node, chunks: list[Chunk]) -> None:
 async def feed_live(upstream: Node, chunks: list[Chunk]) -> None:
     """New chunks arrive at the upstream while the hostile peer is busy: live sync goes on."""
     for chunk in chunks:
-        upstream.puller.store_chunk(chunk)
+        upstream.intake.store(chunk)
         await trio.sleep(0.002)
 
 
@@ -549,7 +549,7 @@ async def test_hostile_peer_is_dropped_and_honest_sync_completes(
 ) -> None:
     with trio.fail_after(30):
         async with honest_sync(tmp_path, verify_workers=workers) as s:
-            assert s.target.puller.verifier.live_workers == workers
+            assert s.target.verifier.live_workers == workers
             target, upstream = s.target, s.upstream
             s.nursery.start_soon(feed_live, upstream, LIVE)
             h, expect, goodbye = await run_scenario(target.p2p_port, name)
@@ -570,14 +570,14 @@ async def test_hostile_peer_is_dropped_and_honest_sync_completes(
             )
             assert list(target.peers) == [upstream.overlay]  # the hostile peer is gone
             if expect.handshaken:
-                assert target.violations == 1
-                assert target.connections_refused == 0
+                assert target.sessions.violations == 1
+                assert target.sessions.handshakes_refused == 0
                 stats = target.puller.stats[h.overlay]
                 for counter in ("invalid", "unsolicited"):
                     assert stats[counter] == (1 if counter == expect.counter else 0), (counter, stats)
             else:
-                assert target.connections_refused == 1
-                assert target.violations == 0
+                assert target.sessions.handshakes_refused == 1
+                assert target.sessions.violations == 0
                 assert h.overlay not in target.puller.stats
             for address in expect.absent:
                 assert not target.store.has(address)
@@ -623,8 +623,8 @@ async def test_forged_chunk_is_fetched_from_an_honest_peer_that_offered_it(
                     await play_upstream_until_wanted(h, claimed)
                     # H is now requested from the hostile peer; the honest upstream gets it and
                     # offers it on its live stream: the target waits on the first request
-                    upstream.puller.store_chunk(claimed)
-                    await wait_for(lambda: target.puller.tracker.open_batches(upstream.overlay) > 0)
+                    upstream.intake.store(claimed)
+                    await wait_for(lambda: target.transfers.open_batches(upstream.overlay) > 0)
                     assert not target.store.has(claimed.address)
                     await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, HOSTILE_CHUNKS[1].data))
                     goodbye = await h.goodbye_then_eof()
@@ -774,7 +774,7 @@ async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None
             target, upstream = s.target, s.upstream
             kept = await history_synced(target, upstream)
             session = target.peers[upstream.overlay]
-            refused = target.connections_refused
+            refused = target.sessions.handshakes_refused
 
             recorder = await HostilePeer.connect(upstream.p2p_port)
             try:
@@ -794,8 +794,8 @@ async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None
                 await impostor.aclose()
             assert goodbye is not None and goodbye.code == GoodbyeCode.BAD_HANDSHAKE, goodbye
             assert "bad handshake signature" in goodbye.reason
-            assert target.connections_refused == refused + 1
-            assert target.violations == 0
+            assert target.sessions.handshakes_refused == refused + 1
+            assert target.sessions.violations == 0
             assert target.peers.get(upstream.overlay) is session  # never replaced
             assert target.puller.stats_of(upstream.overlay)["resets"] == 0
             assert synced_ranges(target, upstream) == kept
@@ -924,13 +924,13 @@ async def test_offers_that_cross_an_unsubscribe_are_ignored_until_it_is_acknowle
             assert not any(isinstance(m, WantedHashes) for m in seen), seen  # ignored, not answered
             await h.send(Unsubscribed(FORGED_BIN, False))
             await h.ping(2)
-            assert target.violations == 0 and h.overlay in target.peers
+            assert target.sessions.violations == 0 and h.overlay in target.peers
             await h.send(crossing if then == "offer" else Unsubscribed(FORGED_BIN, False))
             with trio.fail_after(STEP_TIMEOUT):
                 goodbye = await h.goodbye_then_eof()
             assert goodbye is not None and goodbye.code == GoodbyeCode.PROTOCOL_ERROR, goodbye
             assert ("not subscribed" if then == "offer" else "did not ask") in goodbye.reason
-            await wait_for(lambda: target.violations == 1)
+            await wait_for(lambda: target.sessions.violations == 1)
             assert not target.store.has(claimed.address)
 
 
@@ -963,7 +963,7 @@ async def test_a_stopped_bin_is_subscribed_again_only_after_the_acknowledgement(
                 again = {await h.receive_until(lambda m: isinstance(m, Subscribe)) for _ in range(2)}
             # the historical range is pulled anew (nothing was synced), live from after the cursor
             assert again == {Subscribe(FORGED_BIN, False, 1, 1), Subscribe(FORGED_BIN, True, 2, 0)}
-            assert target.violations == 0 and h.overlay in target.peers
+            assert target.sessions.violations == 0 and h.overlay in target.peers
 
 
 async def test_depth_flapping_peers_do_not_get_an_honest_upstream_dropped(tmp_path: Path) -> None:
@@ -980,7 +980,7 @@ async def test_depth_flapping_peers_do_not_get_an_honest_upstream_dropped(tmp_pa
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             upstream = await start_node(nursery, node_config(tmp_path / "up", api_port=None))
-            upstream.puller.store.put_many(chunks)
+            upstream.intake.store_many(chunks)
             target = await start_node(
                 nursery,
                 node_config(
@@ -1017,13 +1017,13 @@ async def test_depth_flapping_peers_do_not_get_an_honest_upstream_dropped(tmp_pa
                 )
 
             flaps = 0
-            while not synced() and target.violations == 0 and flaps < 30:
+            while not synced() and target.sessions.violations == 0 and flaps < 30:
                 await flap()
                 flaps += 1
                 await trio.sleep(0.01)
             assert flaps > 0
-            await wait_for(lambda: synced() or target.violations > 0, timeout=30)
-            assert target.violations == 0
+            await wait_for(lambda: synced() or target.sessions.violations > 0, timeout=30)
+            assert target.sessions.violations == 0
             stats = target.puller.stats_of(upstream.overlay)
             assert stats["missing"] == 0  # U was never dropped with chunks in flight
             assert stats["invalid"] == stats["unsolicited"] == 0
@@ -1061,8 +1061,31 @@ async def test_cursors_reply_overtaken_by_a_live_offer_is_not_a_violation(tmp_pa
                     assert (want.live, want.start, want.wanted_indices()) == (True, i + 1, [0])
                     await h.send(ChunkDelivery(FORGED_BIN, True, i + 1, 0, chunk.data))
                 await wait_for(lambda: all(target.store.has(c.address) for c in chunks), timeout=5)
-                assert target.violations == 0
+                assert target.sessions.violations == 0
                 assert h.overlay in target.peers
+            finally:
+                await h.aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def test_an_unsubscribe_flood_from_a_peer_that_never_reads_is_cut_off(tmp_path: Path) -> None:
+    """Each Unsubscribe provokes an Unsubscribed; a peer that sends thousands and reads nothing
+    used to make the upstream start one blocked reply task per frame (memory without bound).
+    At most one reply per stream may be pending: the second Unsubscribe of a stream before its
+    Unsubscribed went out drops the peer (OVERLOADED), and the target goes on serving."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
+            h = await HostilePeer.connect(target.p2p_port)
+            try:
+                await h.handshake()
+                flood = encode(Unsubscribe(FORGED_BIN, True)) * 2000
+                with trio.move_on_after(5):  # the target stops reading once it has dropped us
+                    await h.send_raw(flood)
+                await wait_for(lambda: target.sessions.violations == 1, timeout=10)
+                (record,) = target.sessions.disconnections
+                assert record.code == "OVERLOADED" and "second Unsubscribe" in record.reason
+                assert h.overlay not in target.peers
             finally:
                 await h.aclose()
             nursery.cancel_scope.cancel()
