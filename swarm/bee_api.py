@@ -94,7 +94,7 @@ def _uint(request: Request, name: str) -> int | None:
     text = request.query_params.get(name)
     if text is None or text == "":
         return None
-    if not text.isdigit() or int(text) > MAX_INDEX:
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_INDEX:
         raise BeeHttpError(400, f"query parameter {name} must be an integer in 0..2**64-1, got {text!r}")
     return int(text)
 

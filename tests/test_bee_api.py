@@ -227,7 +227,8 @@ async def test_feed_queries_index_after_at(client: httpx.AsyncClient, node: Fake
     after = await client.get(path, params={"after": "3"})
     assert after.headers["swarm-feed-index"] == "0000000000000004"
     assert_bee_error(await client.get(path, params={"after": "9"}), 404, "no update found")
-    assert_bee_error(await client.get(path, params={"index": "-1"}), 400, "index must be an integer")
+    for bad in ("-1", "²", "1.0", str(2**64)):
+        assert_bee_error(await client.get(path, params={"index": bad}), 400, "index must be an integer")
 
 
 async def test_v2_updates_inline_and_tree_root(client: httpx.AsyncClient, node: FakeNode) -> None:
