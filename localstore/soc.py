@@ -35,6 +35,7 @@ __all__ = [
     "SOC_HEADER_SIZE",
     "InvalidSoc",
     "Soc",
+    "equivocation",
     "make_soc",
     "parse_soc",
     "soc_address",
@@ -210,3 +211,16 @@ def parse_soc(data: bytes) -> Soc:
     """
     id, signature, wrapped = _split(None, data)
     return _checked(None, id, signature, wrapped, expected_owner=None)
+
+
+def equivocation(address: bytes, stored: bytes, incoming: bytes) -> tuple[Soc, Soc] | None:
+    """Both SOCs if ``stored`` and ``incoming`` are valid SOCs at ``address`` wrapping different
+    content: the owner signed two contents under one id, and the pair is the proof. None if they
+    wrap the same content (a re-signature: signatures of one content may differ, e.g. bee's and
+    bee-js's nonces) or if either is not a valid SOC at ``address`` (InvalidSoc is not raised).
+    """
+    try:
+        first, second = validate_soc(address, stored), validate_soc(address, incoming)
+    except InvalidSoc:
+        return None
+    return None if first.cac_address == second.cac_address else (first, second)

@@ -16,6 +16,7 @@ from localstore.soc import (
     MIN_SOC_DATA_SIZE,
     REPLICAS_OWNER,
     InvalidSoc,
+    equivocation,
     make_soc,
     parse_soc,
     soc_address,
@@ -35,6 +36,7 @@ BEE_SOC_DATA = bytes(
     + [3, 0, 0, 0, 0, 0, 0, 0, 102, 111, 111]
 )
 KEY = Secp256k1Key.from_hex("11" * 32)
+SECP256K1_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
 
 def test_bee_vector_address_and_data() -> None:
@@ -138,13 +140,24 @@ def test_dispersed_replicas_are_bound_to_their_content() -> None:
         validate_soc(bad.address, bad.data)
 
 
-def test_two_contents_at_one_address_are_both_valid() -> None:
-    """The owner may sign other content under the same id: same address, other wrapped chunk
-    (an equivocation the node must notice by comparing cac_address, not by validity)."""
+def test_two_contents_at_one_address_are_both_valid_and_an_equivocation() -> None:
+    """The owner may sign other content under the same id: same address, other wrapped chunk.
+    Validity cannot tell; `equivocation` can, and returns the pair as the proof."""
     a = make_soc(KEY, bytes(32), b"first")
     b = make_soc(KEY, bytes(32), b"second")
     assert a.address == b.address and a.cac_address != b.cac_address
     assert validate_soc(a.address, a.data) == a and validate_soc(b.address, b.data) == b
+    assert equivocation(a.address, a.data, b.data) == (a, b)
+    assert equivocation(a.address, a.data, a.data) is None
+    # the same content signed again (here the malleable twin: s -> n - s, v flipped, which bee's
+    # recovery accepts too): other bytes, same content, not an equivocation
+    r, s_value, v = a.signature[:32], int.from_bytes(a.signature[32:64], "big"), a.signature[64]
+    twin = r + (SECP256K1_ORDER - s_value).to_bytes(32, "big") + bytes([55 - v])
+    resigned = a.data[:32] + twin + a.data[97:]
+    assert resigned != a.data and validate_soc(a.address, resigned).owner == KEY.owner
+    assert equivocation(a.address, a.data, resigned) is None
+    forged = make_soc(Secp256k1Key.generate(), bytes(32), b"second")
+    assert equivocation(a.address, a.data, forged.data) is None  # not the owner's: just invalid
 
 
 @settings(max_examples=40, deadline=None)
