@@ -17,12 +17,11 @@ than a raw one, so that the key can be handed to bee-js (``new PrivateKey(hex)``
 from __future__ import annotations
 
 import os
-import stat
-from pathlib import Path
 
 import coincurve
 
 from localstore.bmt import keccak256
+from localstore.keyfile import KeyFileError, create_owner_only, read_owner_only
 
 __all__ = [
     "OWNER_SIZE",
@@ -50,10 +49,6 @@ _V_OFFSET = 27
 
 class BadSignature(ValueError):
     """A signature from which no public key can be recovered (malformed, or v not 27/28)."""
-
-
-class KeyFileError(Exception):
-    """A key file that cannot be used: missing, unsafe permissions, not a hex key."""
 
 
 def ethereum_digest(data: bytes) -> bytes:
@@ -169,41 +164,12 @@ class Secp256k1Key:
 
 def save_key_file(key: Secp256k1Key, path: str | os.PathLike[str]) -> None:
     """Write ``key`` to a new file at ``path`` (mode 0600); never overwrites (FileExistsError)."""
-    path = Path(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags, 0o600)
-    try:
-        try:
-            data = key.private_bytes().hex().encode() + b"\n"
-            while data:
-                data = data[os.write(fd, data) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        path.unlink()  # ours (O_EXCL): never leave a half-written key behind
-        raise
+    create_owner_only(path, key.private_bytes().hex().encode() + b"\n")
 
 
 def load_key_file(path: str | os.PathLike[str]) -> Secp256k1Key:
     """The key in the file at ``path``; KeyFileError naming the path if it cannot be used."""
-    path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise KeyFileError(f"cannot open key file {path}: {exc.strerror}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise KeyFileError(f"key file {path} is not a regular file")
-        if os.name == "posix" and st.st_mode & 0o077:
-            raise KeyFileError(
-                f"key file {path} is accessible by group/others (mode {stat.S_IMODE(st.st_mode):#o}); "
-                f"refusing to use it: run `chmod 600 {path}`"
-            )
-        text = os.read(fd, 200)
-    finally:
-        os.close(fd)
+    text = read_owner_only(path, 200)
     try:
         return Secp256k1Key.from_hex(text.decode("ascii"))
     except (UnicodeDecodeError, ValueError) as exc:
