@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 from hypercorn.config import Config
@@ -26,10 +26,33 @@ from swarm.files import Fetch, Upload, read_file, stream_file
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
+from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
 
-if TYPE_CHECKING:
-    from swarm.node import Node
+
+class ChunkGetter(Protocol):
+    async def get(self, address: bytes) -> Chunk: ...
+
+
+class ChunkLookup(Protocol):
+    def has(self, address: bytes) -> bool: ...
+
+
+class Node(Protocol):
+    """What the API uses of the node (the node implements it; tests may give a double)."""
+
+    @property
+    def overlay(self) -> bytes: ...
+
+    @property
+    def retrieval(self) -> ChunkGetter: ...
+
+    @property
+    def store(self) -> ChunkLookup: ...
+
+    def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
+
+    def statistics(self) -> NodeStatistics: ...
 
 log = logging.getLogger(__name__)
 

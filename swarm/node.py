@@ -39,7 +39,7 @@ from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
 from swarm.statistics import NodeStatistics, collect_statistics
 from syncer.intake import ChunkIntake
-from syncer.intervals import IntervalStore
+from syncer.interval_store import IntervalStore
 from syncer.puller import Puller, SyncRule
 from syncer.pullsync import PullerConfig, PullSyncClient
 from syncer.transfers import Transfers

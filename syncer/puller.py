@@ -23,7 +23,8 @@ from typing import Any, Protocol
 import trio
 
 from kademlia import sync_bins
-from syncer.intervals import Intervals, IntervalStore
+from syncer.interval_store import IntervalStore
+from syncer.intervals import Intervals
 from syncer.pullsync import PullerConfig
 from syncer.session import CursorsReceived
 from syncer.stats import PeerStats, StatsSnapshot

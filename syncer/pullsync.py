@@ -111,7 +111,7 @@ class PullSyncClient:
     ) -> None:
         self.conn = conn
         self.overlay = conn.overlay
-        self.session = DownstreamSession(handshake_epoch)
+        self.session = DownstreamSession(conn.overlay, handshake_epoch)
         self.transfers = transfers
         self.intake = intake
         self.stats = stats

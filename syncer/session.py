@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
-from pot import MAX_PO
+from pot import MAX_PO, proximity
 from streamer.errors import LocalProtocolError, RemoteProtocolError
 from streamer.messages import (
     OFFER_WINDOW,
@@ -117,7 +117,8 @@ class _Stream:
 class DownstreamSession:
     """The pulling side of one connection: judges every pull-sync message both ways."""
 
-    def __init__(self, handshake_epoch: int, *, window: int = OFFER_WINDOW) -> None:
+    def __init__(self, upstream: bytes, handshake_epoch: int, *, window: int = OFFER_WINDOW) -> None:
+        self.upstream = upstream  # its overlay: an offered chunk must lie in the stream's bin of it
         self.handshake_epoch = handshake_epoch
         self.window = window
         self.epoch: int | None = None  # from the first cursors reply
@@ -266,12 +267,25 @@ class DownstreamSession:
             )
         if len(stream.unanswered) >= self.window:
             raise RemoteProtocolError(f"more than {self.window} unanswered offers for {stream_name(*key)}")
+        self._check_bin(msg)
         stream.unanswered.append(msg)
         stream.next_start = msg.end + 1
         self._cursors[msg.bin] = max(self._cursors[msg.bin], msg.end)
         last = not msg.live and msg.end == stream.end
         stream.offered_all = last
         return OfferReceived(msg, last)
+
+    def _check_bin(self, msg: OfferedHashes) -> None:
+        """Every offered hash must be in the stream's bin of the upstream's pull index: the sync
+        rule pulls only bins whose chunks this node is responsible for, so a hash from elsewhere
+        is junk the peer wants stored here."""
+        for address in msg.hashes:
+            po = min(proximity(address, self.upstream), MAX_PO)
+            if po != msg.bin:
+                raise RemoteProtocolError(
+                    f"offer for {stream_name(msg.bin, msg.live)} carries {address.hex()}, "
+                    f"which is in bin {po} of the upstream"
+                )
 
     def _receive_unsubscribed(self, msg: Unsubscribed) -> UnsubscribeAcked:
         key = (msg.bin, msg.live)

@@ -22,7 +22,7 @@ from localstore import Chunk, LocalStore
 from pot import proximity
 from streamer.messages import MAX_BATCH_SIZE as MAX_BATCH
 from swarm.testing import NodeProcess, poll, preload, random_chunks
-from syncer.intervals import IntervalStore
+from syncer.interval_store import IntervalStore
 from syncer.pullsync import PullerConfig
 
 pytestmark = pytest.mark.process

@@ -13,7 +13,7 @@ from typing import Any
 import trio
 
 from kademlia import sync_bins
-from syncer.intervals import IntervalStore
+from syncer.interval_store import IntervalStore
 from syncer.puller import Puller
 from syncer.pullsync import PullerConfig
 from syncer.session import CursorsReceived

@@ -32,15 +32,19 @@ from syncer.session import (
 
 EPOCH = 1_700_000_000
 DATA = b"\x03" + bytes(7) + b"abc"
+UPSTREAM = bytes(range(100, 132))
 
 
-def h(i: int) -> bytes:
-    return i.to_bytes(32, "big")
+def h(i: int, bin: int = 3) -> bytes:
+    """An address in `bin` of the upstream's pull index: its first `bin` bits, then the other."""
+    flipped = int.from_bytes(UPSTREAM) ^ (1 << (255 - bin))
+    prefix = flipped >> (255 - bin) << (255 - bin)
+    return (prefix | i).to_bytes(32, "big")
 
 
 def offer(bin: int, live: bool, start: int, end: int, n: int | None = None) -> OfferedHashes:
     count = end - start + 1 if n is None else n
-    return OfferedHashes(bin, live, start, end, tuple(h(start + i) for i in range(count)))
+    return OfferedHashes(bin, live, start, end, tuple(h(start + i, bin) for i in range(count)))
 
 
 def want(o: OfferedHashes, indices: list[int]) -> WantedHashes:
@@ -55,7 +59,7 @@ def arrived(s: DownstreamSession, msg: ChunkDelivery) -> bytes:
 
 
 def session_with_cursors(cursors: tuple[int, ...] = (0, 0, 0, 300)) -> DownstreamSession:
-    s = DownstreamSession(EPOCH)
+    s = DownstreamSession(UPSTREAM, EPOCH)
     s.send(CursorsRequest())
     s.receive(CursorsReply(EPOCH, cursors))
     return s
@@ -198,6 +202,10 @@ VIOLATIONS: list[tuple[str, Setup, object, int, str]] = [
     ("delivery not wanted", _wanted_0, ChunkDelivery(3, False, 1, 1, DATA), UNSOLICITED, "not wanted"),
     ("delivery twice", _delivered_0, ChunkDelivery(3, False, 1, 0, DATA), UNSOLICITED, "no such"),
     ("delivery to another stream", _wanted_0, ChunkDelivery(3, True, 1, 0, DATA), UNSOLICITED, "no such"),
+    ("hash outside the bin", _subscribed, OfferedHashes(3, False, 1, 2, (h(1), h(2, bin=4))), PROTOCOL,
+     "in bin 4 of the upstream"),
+    ("hash in the deepest bin", _subscribed, OfferedHashes(3, False, 1, 1, (UPSTREAM,)), PROTOCOL,
+     "in bin 31 of the upstream"),
 ]
 
 
@@ -215,7 +223,7 @@ def test_violations_by_the_upstream(setup: Setup, message: object, code: int, ma
 
 
 def test_the_handshake_epoch_binds_every_reply() -> None:
-    s = DownstreamSession(EPOCH)
+    s = DownstreamSession(UPSTREAM, EPOCH)
     s.send(CursorsRequest())
     with pytest.raises(RemoteProtocolError, match=f"the handshake signed {EPOCH}"):
         s.receive(CursorsReply(EPOCH - 1, ()))
