@@ -42,7 +42,7 @@ from collections.abc import Sequence
 
 import xxhash
 
-from localstore.chunk import ADDRESS_SIZE, Chunk
+from localstore.chunk import ADDRESS_SIZE, MAX_DATA_SIZE, Chunk
 from localstore.errors import MOVE_AWAY, ChunkDamaged, StoreCorrupt
 
 __all__ = [
@@ -56,8 +56,9 @@ __all__ = [
 ]
 
 CHUNK_FILE_NAME = "CHUNKS"
-SLOT_DATA_SIZE = 32 + 65 + 8 + 4096
-"""Most data a slot holds: a single-owner chunk, id (32) || signature (65) || span (8) || payload."""
+SLOT_DATA_SIZE = MAX_DATA_SIZE
+"""Most data a slot holds, 4201 bytes: a single-owner chunk, id (32) || signature (65) || span (8)
+|| payload (4096)."""
 CHECKSUM_SIZE = 8
 SLOT_HEADER_SIZE = ADDRESS_SIZE + CHECKSUM_SIZE
 """Address and checksum, before the data."""

@@ -48,6 +48,16 @@ def _client_command(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def network_range(text: str) -> str:
+    """An IP network in CIDR notation (argparse type)."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP network (CIDR, e.g. 10.0.0.0/8): {text!r}") from None
+
+
 # -- swarm version ----------------------------------------------------------------------------
 
 
@@ -75,6 +85,8 @@ def cmd_node(args: argparse.Namespace) -> int:
         gossip=not args.no_gossip,
         cache_bytes=args.cache_mib * 2**20,
         verify_workers=args.verify_workers,
+        channel=args.channel,
+        dial_networks=tuple(args.dial_allow),
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -227,6 +239,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes that verify synced chunks (BMT hashing) on other cores, 0..8; 0 verifies in "
         f"the node's process (default: one per core beyond the first, at most 4: {default_workers()} here)",
+    )
+    p.add_argument(
+        "--dial-allow",
+        type=network_range,
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="a network whose addresses gossip may make this node dial (repeatable; default: "
+        "loopback only when listening on loopback, else any address but loopback, link-local and "
+        "multicast); --peer addresses are always dialled",
+    )
+    p.add_argument(
+        "--channel",
+        choices=("tls", "plain"),
+        default="tls",
+        help="tls (default): every connection is TLS 1.3, bound to the peers' identities; plain: no "
+        "encryption, for measuring what TLS costs (a plain node only talks to plain nodes)",
     )
     p.set_defaults(func=cmd_node)
 
