@@ -17,6 +17,8 @@ from localstore import Chunk, ChunkDamaged, ChunkNotFound, LocalStore, StoreCorr
 from localstore.addressindex import INDEX_FILE_NAME
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_DATA_SIZE, SLOT_HEADER_SIZE, SLOT_SIZE
 from localstore.directory import MARKER_NAME
+from localstore.ethkey import Secp256k1Key
+from localstore.soc import make_soc
 from tests.test_localstore import OVERLAY, random_chunks, snapshot
 
 
@@ -62,6 +64,24 @@ def test_data_of_any_length_up_to_a_single_owner_chunk_is_kept(tmp_path: Path, s
     (path / INDEX_FILE_NAME).unlink()  # rebuilt from the pull index, lengths and all
     with LocalStore(path, OVERLAY) as store:
         assert [store.get(c.address) for c in (chunk, *neighbours)] == [chunk, *neighbours]
+
+
+def test_full_single_owner_chunks_are_stored_checked_and_served(tmp_path: Path) -> None:
+    """Real SOCs of 4,201 bytes, verified by put, between content chunks: no slot overflows into
+    the next, and a flipped byte of a SOC's payload is found like any other."""
+    key = Secp256k1Key.from_hex("55" * 32)
+    rng = random.Random(15)
+    socs = [Chunk.from_soc(make_soc(key, rng.randbytes(32), rng.randbytes(4096))) for _ in range(3)]
+    assert {len(soc.data) for soc in socs} == {SLOT_DATA_SIZE}
+    chunks = [socs[0], *full_chunks(2, seed=16), socs[1], socs[2]]
+    path = tmp_path / "s"
+    filled(path, chunks)
+    with LocalStore(path, OVERLAY) as store:
+        assert [store.get(c.address) for c in chunks] == chunks
+        flip(path, 3, SLOT_HEADER_SIZE + SLOT_DATA_SIZE - 1)
+        with pytest.raises(ChunkDamaged):
+            store.get(socs[1].address)
+        assert store.get(socs[2].address) == socs[2]
 
 
 def test_data_longer_than_a_slot_is_refused_and_nothing_stored(tmp_path: Path) -> None:
