@@ -31,8 +31,8 @@ number of bin IDs the store has given out: no free list, nothing else to persist
 chunk that is dropped keeps its slot). Slots are written *before* the LevelDB batch that commits
 them (it raises the bins' cursors), so a crash in between leaves only uncommitted bytes past the
 last committed slot, which ``open`` cuts off. A power cut can do the opposite, keep the batch and
-lose the file's last writes: ``open`` then cuts the file to its last whole slot, extends it back
-with zeros and reports the slots lost (``lost``), whose chunks the store drops.
+lose the file's last writes: ``open`` then reports the slots lost (``lost``), whose chunks the
+store drops, and the file is cut to its last whole slot and extended back with zeros.
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ class ChunkFile:
 
         The file is created if the store has no chunks yet. Bytes past the last indexed slot were
         written by a put that never committed; they are cut off. A file shorter than the index
-        needs lost its last writes (a power cut): it is cut to its last whole slot and extended
-        with zeros, and ``lost`` names the slots whose data is gone (``torn`` is how many bytes of
-        a partial slot were cut). A missing file cannot be recovered (every chunk would be lost).
+        needs lost its last writes (a power cut): ``lost`` names the slots whose data is gone
+        (``torn`` is how many bytes of a partial slot are there), and ``repair_lost`` restores the
+        file's size. A missing file cannot be recovered (every chunk would be lost).
         """
         self.path = os.path.join(directory, CHUNK_FILE_NAME)
         self._directory = directory
@@ -114,8 +114,15 @@ class ChunkFile:
             whole = size // SLOT_SIZE
             self.lost = range(whole, indexed)
             self.torn = size - whole * SLOT_SIZE
-            os.ftruncate(self._fd, whole * SLOT_SIZE)  # zero what is left of a torn slot...
-            os.ftruncate(self._fd, needed)  # ...and every lost one: no address matches zeros
+
+    def repair_lost(self) -> None:
+        """Give the lost slots back their place in the file, as zeros (which match no address).
+
+        Called once the store no longer trusts an index that may name them (recovery.py).
+        """
+        if self.lost:
+            os.ftruncate(self._fd, self.lost.start * SLOT_SIZE)  # zero what is left of a torn slot
+            os.ftruncate(self._fd, self.lost.stop * SLOT_SIZE)
             os.fdatasync(self._fd)
 
     def close(self) -> None:

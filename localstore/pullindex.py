@@ -11,8 +11,8 @@ These files are the store's record of which chunks it holds; the address index
 (localstore/addressindex.py) is derived from them. Entries are written before the LevelDB batch
 that raises their bins' cursors, so a crash in between leaves entries past a cursor, which
 ``open`` cuts off, like the chunk file's uncommitted tail. A power cut can instead keep the batch
-and lose a file's last writes (or a new file): ``open`` then cuts the file to its last whole
-entry and fills the bin IDs up to the cursor with holes, so the bin keeps its cursor (peers keep
+and lose a file's last writes (or a new file): ``open`` reports them, and the file is cut to its
+last whole entry and the bin IDs up to the cursor filled with holes, so the bin keeps its cursor (peers keep
 intervals over its bin IDs, which must never be given out twice) and ``lost`` reports them.
 The chunks the lost entries named are no longer indexed; their slots stay taken. Why files and
 not LevelDB keys:
@@ -80,9 +80,9 @@ class PullIndex:
         """Open the pull files of a store whose bins have the given cursors (highest bin IDs).
 
         Entries past a cursor were written by a put that never committed and are cut off. A bin
-        whose file is missing or shorter than its cursor needs lost its last entries; they
-        become holes, and ``lost`` maps the bin to their bin IDs (``torn`` to the bytes of a
-        partial entry that were cut).
+        whose file is missing or shorter than its cursor needs lost its last entries: ``lost``
+        maps the bin to their bin IDs (``torn`` to the bytes of a partial entry there), and
+        ``repair_lost`` makes them holes.
         """
         self._directory = directory
         self._fds: dict[int, int] = {}
@@ -110,8 +110,16 @@ class PullIndex:
             whole = size // ENTRY_SIZE
             self.lost[bin] = range(whole + 1, cursor + 1)
             self.torn[bin] = size - whole * ENTRY_SIZE
-            os.ftruncate(fd, whole * ENTRY_SIZE)
-            _write_all(fd, _HOLE * (cursor - whole), whole * ENTRY_SIZE)
+
+    def repair_lost(self) -> None:
+        """Cut each torn file to its last whole entry and fill the lost bin IDs with holes.
+
+        Called once the store no longer trusts an index that may name their chunks (recovery.py).
+        """
+        for bin, ids in self.lost.items():
+            fd = self._fds[bin]
+            os.ftruncate(fd, (ids.start - 1) * ENTRY_SIZE)
+            _write_all(fd, _HOLE * len(ids), (ids.start - 1) * ENTRY_SIZE)
             os.fdatasync(fd)
 
     def _fd(self, bin: int) -> int:

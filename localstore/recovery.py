@@ -4,12 +4,14 @@ A crash (SIGKILL) can only leave writes that were never committed: slots and pul
 past what the bins' cursors in LevelDB cover, which ChunkFile and PullIndex cut off. A power cut
 can also do the opposite, because the files and LevelDB's log reach the disk in no fixed order:
 keep the LevelDB batch that committed a put and lose the files' last writes (a torn tail, or a
-pull file created just before). ChunkFile and PullIndex repair their own files (lost slots read
-as zeros, lost pull-index entries become holes) and report what they lost; this module logs that
-at WARNING, naming each file and how many records, and drops the chunks whose data is gone while
-it rebuilds the address index from the pull index. A dropped chunk reads as missing, so it is
-fetched from the network when asked for and synced again from peers that offer it; its bin
-keeps its cursor, because peers keep intervals over the bin IDs this store gave out.
+pull file created just before). ChunkFile and PullIndex report what their files lost; this
+module logs it at WARNING, naming each file and how many records, removes the address index
+(until it is rebuilt it may name what was lost, even if this open fails half-way), has the files
+repaired (lost slots read as zeros, lost pull-index entries become holes), and drops the chunks
+whose data is gone while it rebuilds the address index from the pull index. A dropped chunk
+reads as missing, so it is fetched from the network when asked for and synced again from peers
+that offer it; its bin keeps its cursor, because peers keep intervals over the bin IDs this
+store gave out.
 
 Damage that is not at a tail (a slot whose write was lost in the middle, bit rot) is found when
 the chunk is read: its address or checksum does not match (localstore/chunkfile.py).
@@ -17,22 +19,24 @@ the chunk is read: its address or checksum does not match (localstore/chunkfile.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
 
-from localstore.addressindex import AddressIndex, IndexEntry
+from localstore.addressindex import INDEX_FILE_NAME, AddressIndex, IndexEntry
 from localstore.chunkfile import CHUNK_FILE_NAME, ChunkFile
 from localstore.pullindex import PullIndex, pull_file_name
 
-__all__ = ["rebuild_index", "report_torn_files"]
+__all__ = ["rebuild_index", "repair_torn_files"]
 
 log = logging.getLogger(__name__)
 
 
-def report_torn_files(path: str, chunk_file: ChunkFile, pull_index: PullIndex) -> bool:
-    """Log what the files lost at their tails (one WARNING per file); True if any lost anything."""
+def repair_torn_files(path: str, chunk_file: ChunkFile, pull_index: PullIndex) -> bool:
+    """Log what the files lost at their tails (one WARNING per file) and repair them; True if any
+    lost anything (then the address index is gone and must be rebuilt)."""
     if chunk_file.lost:
         lost = chunk_file.lost
         torn = f", cutting {chunk_file.torn} bytes of a torn slot" if chunk_file.torn else ""
@@ -60,10 +64,14 @@ def report_torn_files(path: str, chunk_file: ChunkFile, pull_index: PullIndex) -
             ids.stop - 1,
             torn,
         )
-    if chunk_file.lost or pull_index.lost:
-        _sync_directory(path)
-        return True
-    return False
+    if not (chunk_file.lost or pull_index.lost):
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(path, INDEX_FILE_NAME))
+    _sync_directory(path)  # the index is gone (and a lost pull file is back) before files change
+    chunk_file.repair_lost()
+    pull_index.repair_lost()
+    return True
 
 
 def rebuild_index(
@@ -110,7 +118,7 @@ def _kept_entries(
 
 
 def _sync_directory(path: str) -> None:
-    """Make files the repair created (a lost pull file) survive the next power cut."""
+    """Make the directory's changes (a file removed or created) survive the next power cut."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -46,7 +46,7 @@ from localstore.chunkfile import CHUNK_FILE_NAME, ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
 from localstore.errors import MOVE_AWAY, StoreCorrupt, UnsupportedStoreVersion
 from localstore.pullindex import PullIndex, pull_file_name
-from localstore.recovery import rebuild_index, report_torn_files
+from localstore.recovery import rebuild_index, repair_torn_files
 
 __all__ = ["BINS", "KEY_BIN_COUNTER", "KEY_STATE", "MAX_BIN", "META_VERSION", "StoreFiles"]
 
@@ -96,7 +96,7 @@ class StoreFiles:
             slots = sum(cursors)
             chunk_file = ChunkFile(path, slots)
             pull_index = PullIndex(path, cursors)
-            torn = report_torn_files(path, chunk_file, pull_index)
+            torn = repair_torn_files(path, chunk_file, pull_index)
             index = None if torn else AddressIndex.open(path, slots)
             dropped = sum(len(ids) for ids in pull_index.lost.values())
             if index is None:

@@ -80,6 +80,7 @@ def test_property_pull_index_matches_lists(
                 index = PullIndex(directory, [len(e) for e in model])
                 cursor = len(entries)
                 assert index.lost == ({bin: range(whole + 1, cursor + 1)} if whole < cursor else {})
+                index.repair_lost()
                 entries[whole:] = [None] * (cursor - whole)
         for bin in range(BINS):
             entries = model[bin]
@@ -124,6 +125,7 @@ def test_a_torn_tail_becomes_holes_up_to_the_cursor(tmp_path: Path, cut: int) ->
     try:
         assert index.lost == {1: range(kept + 1, 6)}
         assert index.torn == {1: (5 * ENTRY_SIZE - cut) % ENTRY_SIZE}
+        index.repair_lost()
         assert [e.address for e in index.read(1, 1, 5)] == [address(n) for n in range(kept)]
         assert path.stat().st_size == 5 * ENTRY_SIZE, "the bin keeps its cursor"
         index.append(1, 6, [encode_entry(address(99), 99, 10)])
@@ -139,6 +141,7 @@ def test_a_lost_file_becomes_holes(tmp_path: Path) -> None:
     index = PullIndex(str(tmp_path), [1, 4])
     try:
         assert index.lost == {0: range(1, 2), 1: range(1, 5)}
+        index.repair_lost()
         assert list(index.read(1, 1, 4)) == []
         assert (tmp_path / pull_file_name(1)).read_bytes() == (
             bytes(32) + HOLE_SLOT.to_bytes(6, "big") + bytes(2)
