@@ -36,6 +36,9 @@ from streamer.messages import (
     Peers,
     Ping,
     Pong,
+    PushDelivery,
+    PushFailure,
+    PushReceipt,
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
@@ -54,6 +57,8 @@ _STREAM = struct.Struct(">BBQQ")  # bin, live, start, end
 _DELIVERY = struct.Struct(">BBQB")  # bin, live, start, index
 _HANDSHAKE_FIXED = struct.Struct(f">HQ{ADDRESS_SIZE}sQH{PUBLIC_KEY_SIZE}s{SIGNATURE_SIZE}s")
 _RECORD_FIXED = struct.Struct(f">QH{PUBLIC_KEY_SIZE}s{SIGNATURE_SIZE}s")
+_PUSH_DELIVERY = struct.Struct(f">Q{ADDRESS_SIZE}sB")  # request_id, address, hop_limit
+_PUSH_RECEIPT = struct.Struct(f">Q{ADDRESS_SIZE}s{PUBLIC_KEY_SIZE}sB{SIGNATURE_SIZE}s")
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -99,6 +104,9 @@ _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
     RetrieveRequest: lambda m: _U64.pack(m.request_id) + m.address + _U8.pack(m.hop_limit),
     RetrieveDelivery: lambda m: _U64.pack(m.request_id) + m.data,
     RetrieveFailure: lambda m: _U64.pack(m.request_id) + _str16(m.reason),
+    PushDelivery: lambda m: _PUSH_DELIVERY.pack(m.request_id, m.address, m.hop_limit) + m.data,
+    PushReceipt: lambda m: _PUSH_RECEIPT.pack(m.request_id, m.address, m.public_key, m.radius, m.signature),
+    PushFailure: lambda m: _U64.pack(m.request_id) + _str16(m.reason),
     Peers: lambda m: _U16.pack(len(m.records)) + b"".join(_write_record(r) for r in m.records),
 }
 
@@ -276,6 +284,18 @@ _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
     MessageType.RETRIEVE_FAILURE: (
         "RetrieveFailure",
         lambda r: RetrieveFailure(r.u64("request_id"), r.str16("reason")),
+    ),
+    MessageType.PUSH_DELIVERY: (
+        "PushDelivery",
+        lambda r: PushDelivery(*r.fixed(_PUSH_DELIVERY, "request_id/address/hop_limit"), r.rest()),
+    ),
+    MessageType.PUSH_RECEIPT: (
+        "PushReceipt",
+        lambda r: PushReceipt(*r.fixed(_PUSH_RECEIPT, "request_id..signature")),
+    ),
+    MessageType.PUSH_FAILURE: (
+        "PushFailure",
+        lambda r: PushFailure(r.u64("request_id"), r.str16("reason")),
     ),
     MessageType.PEERS: ("Peers", _read_peers),
 }
