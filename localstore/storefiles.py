@@ -157,6 +157,8 @@ def _build_index(path: str, pull_index: PullIndex, cursors: list[int]) -> Addres
         for entry in pull_index.read(bin, 1, cursor)
     )
     index = AddressIndex.build(path, entries)
+    if not len(index):
+        return index  # a new (or empty) store: nothing was rebuilt, nothing to say
     log.info(
         "store %s: rebuilt the address index of %d chunks in %.2f s (it was not closed cleanly)",
         path,
