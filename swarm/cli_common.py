@@ -129,7 +129,7 @@ def swarm_dir(args: argparse.Namespace) -> tuple[Path, str]:
     from swarm.runfile import find_data_dir
 
     if args.data_dir is not None:
-        return Path(args.data_dir), "given with --data-dir"
+        return Path(args.data_dir), ""
     try:
         return find_data_dir()
     except ValueError as exc:
@@ -149,15 +149,19 @@ def target_api(args: argparse.Namespace) -> str:
         if not node_indices(data_dir):
             if not answers(DEFAULT_API):
                 raise CliError(
-                    f"no node found: no local swarm in {data_dir} ({how}) and nothing answers at "
-                    f"{DEFAULT_API}; start one with `swarm up`, or name a node with --api URL"
+                    f"no node found: no local swarm in {data_dir}{_note(how)} and nothing answers at "
+                    f"{DEFAULT_API}; start one with `swarm up`, or name one with --api URL or --data-dir DIR"
                 )
             return DEFAULT_API
         index = 0
     try:
         return api_url_of(data_dir, index)
     except LocalSwarmError as exc:
-        raise CliError(f"{exc}; {data_dir}: {how}") from None
+        raise CliError(f"{exc}; {data_dir} is {how}" if how else str(exc)) from None
+
+
+def _note(how: str) -> str:
+    return f" ({how})" if how else ""
 
 
 def answers(url: str) -> bool:
@@ -177,7 +181,7 @@ def all_apis(args: argparse.Namespace) -> list[tuple[int, str | None, str]]:
     data_dir, how = swarm_dir(args)
     indices = node_indices(data_dir)
     if not indices:
-        raise CliError(f"no local swarm in {data_dir} ({how}); start one with `swarm up`")
+        raise CliError(f"no local swarm in {data_dir}{_note(how)}; start one with `swarm up`")
     found: list[tuple[int, str | None, str]] = []
     for i in indices:
         try:

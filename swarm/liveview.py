@@ -101,10 +101,16 @@ def render(
         row = [label, doc["overlay"][:16], str(doc["depth"]), str(len(doc["peers"])), str(doc["chunks"])]
         nodes.add_row(*row, _rate(chunk_rate), *loss, state)
         for bin, p in bin_progress(doc).items():
-            bar = ProgressBar(total=max(p.cursor, 1), completed=p.synced if p.cursor else 1, width=24)
+            if not p.cursor:
+                continue  # nothing offered in this bin yet: nothing to show
+            bar = ProgressBar(
+                total=p.cursor, completed=p.synced, width=24, complete_style="yellow", finished_style="green"
+            )
             progress = f"{p.synced}/{p.cursor}"
             bins.add_row(label, str(bin), str(p.peers), bar, progress, _rate(bin_rates.get(bin)))
     when = time.strftime("%H:%M:%S")
+    if not bins.row_count:
+        return Group(nodes, Text("no bins to sync: no peers connected"), Text(f"updated {when}", style="dim"))
     return Group(nodes, bins, Text(f"updated {when}; Ctrl-C to stop", style="dim"))
 
 

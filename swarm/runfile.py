@@ -86,7 +86,7 @@ def find_data_dir() -> tuple[Path, str]:
     if len(running) == 1:
         return running[0].data_dir, f"the directory of the running `swarm up` (pid {running[0].pid})"
     if not running:
-        return default, f"no running `swarm up` is recorded in {runtime_dir()}; {default} is the default"
+        return default, f"the default directory, as no running `swarm up` is recorded in {runtime_dir()}"
     for record in running:
         if record.data_dir == default.resolve():
             return record.data_dir, f"the default directory, of the running `swarm up` (pid {record.pid})"
