@@ -259,6 +259,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the /topology JSON instead of a table")
     p.set_defaults(func=_client_command("cmd_topology"))
 
+    p = sub.add_parser(
+        "dashboard",
+        help="print the address of the local swarm's dashboard page",
+        description="The dashboard is a web page every node serves at /dashboard: nodes, Kademlia bins, "
+        "per-bin sync progress and rate, loss counters and disconnections, updated every second. This "
+        "prints its address with every node of the local swarm (or, with --api, a lone node's).",
+    )
+    add_target_options(p)
+    p.set_defaults(func=_client_command("cmd_dashboard"))
+
     from swarm.sim import add_sim_parser
 
     add_sim_parser(sub)

@@ -80,6 +80,25 @@ def watch_targets(args: argparse.Namespace) -> Callable[[], list[tuple[str, str 
     return lambda: [(label, url)]
 
 
+# -- swarm dashboard ------------------------------------------------------------------------------
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Print the address of the dashboard page showing every node of the local swarm."""
+    from swarm.cli_up import dashboard_url
+
+    if args.api:
+        print(f"{args.api.rstrip('/')}/dashboard")
+        return 0
+    found = all_apis(args)
+    apis = [url for _, url, _ in found if url is not None]
+    if not apis:
+        raise CliError(f"every node of the local swarm is down ({found[0][2]})")
+    ports = [url.rsplit(":", 1)[1] for url in apis]
+    print(dashboard_url(apis[0], ports))
+    return 0
+
+
 # -- swarm topology -------------------------------------------------------------------------------
 
 

@@ -23,10 +23,9 @@ from swarm.tables import table
 __all__ = ["cmd_up", "dashboard_url"]
 
 
-def dashboard_url(apis: list[str]) -> str:
-    """The dashboard page of the first node, showing every node of `apis`."""
-    ports = ",".join(api.rsplit(":", 1)[1] for api in apis)
-    return f"{apis[0]}/dashboard?nodes={ports}"
+def dashboard_url(api: str, ports: list[str]) -> str:
+    """The dashboard page served by the node at `api`, showing the nodes on these API ports."""
+    return f"{api}/dashboard?nodes={','.join(ports)}"
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -61,8 +60,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         with record_running(args.data_dir, args.nodes):
             print(table(["node", "overlay", "api", "p2p port", "data directory"], swarm.rows()), flush=True)
-            apis = [str(row[2]) for row in swarm.rows()]
-            print(f"dashboard: {dashboard_url(apis)}", flush=True)
+            ports = [str(member.api_port) for member in swarm.members]
+            print(f"dashboard: {dashboard_url(str(swarm.rows()[0][2]), ports)}", flush=True)
             print(
                 f"{args.nodes} nodes up; Ctrl-C stops them. Logs: {args.data_dir}/node-*/node.log", flush=True
             )
