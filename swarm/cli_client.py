@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 
@@ -226,29 +225,35 @@ def _download(url: str, tmp: Path | None, *, quiet: bool) -> tuple[int, int | No
 
 
 class Progress:
-    """A one-line progress bar on stderr (only when it is a terminal)."""
+    """A progress bar on stderr (rich), shown only when stderr is a terminal."""
 
     def __init__(self, total: int | None, *, enabled: bool) -> None:
-        self.total = total
-        self.enabled = enabled
-        self.done_bytes = 0
-        self.started = time.monotonic()
+        self._bar: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        columns = [
+            BarColumn(),
+            DownloadColumn(binary_units=True),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+        ]
+        self._bar = Progress(*columns, console=Console(stderr=True))
+        self._task = self._bar.add_task("", total=total)  # total None (standard input): no bar length
+        self._bar.start()
 
     def advance(self, amount: int) -> None:
-        self.done_bytes += amount
-        if not self.enabled:
-            return
-        rate = self.done_bytes / max(time.monotonic() - self.started, 1e-6) / 2**20
-        if self.total is None:  # standard input: no size known
-            sys.stderr.write(f"\r{self.done_bytes / 2**20:8.1f} MiB {rate:6.1f} MiB/s")
-        else:
-            fraction = self.done_bytes / self.total if self.total else 1.0
-            bar = "#" * int(30 * fraction)
-            sys.stderr.write(
-                f"\r[{bar:<30}] {fraction:6.1%} {self.done_bytes / 2**20:8.1f} MiB {rate:6.1f} MiB/s"
-            )
-        sys.stderr.flush()
+        if self._bar is not None:
+            self._bar.advance(self._task, amount)
 
     def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
+        if self._bar is not None:
+            self._bar.stop()
