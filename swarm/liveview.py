@@ -110,7 +110,13 @@ def render(
             bins.add_row(label, str(bin), str(p.peers), bar, progress, _rate(bin_rates.get(bin)))
     when = time.strftime("%H:%M:%S")
     if not bins.row_count:
-        return Group(nodes, Text("no bins to sync: no peers connected"), Text(f"updated {when}", style="dim"))
+        peers = any(not isinstance(doc, str) and doc["peers"] for _, doc in samples)
+        empty = (
+            "nothing to sync yet: the peers offer no chunks"
+            if peers
+            else "nothing to sync: no peers connected"
+        )
+        return Group(nodes, Text(empty), Text(f"updated {when}; Ctrl-C to stop", style="dim"))
     return Group(nodes, bins, Text(f"updated {when}; Ctrl-C to stop", style="dim"))
 
 

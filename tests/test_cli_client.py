@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from swarm.chunker import split_bytes
@@ -64,6 +65,7 @@ def test_upload_from_stdin_and_download_to_stdout(node: NodeProcess) -> None:
 
 
 def test_download_into_a_missing_directory(node: NodeProcess, tmp_path: Path) -> None:
+    assert httpx.post(f"{node.api}/bytes", content=DATA, timeout=30).status_code == 201
     target = tmp_path / "no" / "such" / "dir" / "out.bin"
     line = one_line(swarm("download", REFERENCE.hex(), "--api", node.api, "-o", str(target)))
     assert f"cannot write {target}: the directory {target.parent} does not exist" in line
@@ -87,7 +89,7 @@ def closed_pipe_run(*args: str) -> subprocess.CompletedProcess[bytes]:
 )
 def test_a_reader_that_goes_away_is_no_error(node: NodeProcess, args: list[str]) -> None:
     if args[0] == "download":
-        assert swarm("upload", "-", "--api", node.api, stdin=DATA).returncode == 0
+        assert httpx.post(f"{node.api}/bytes", content=DATA, timeout=30).status_code == 201
     result = closed_pipe_run(*args, "--api", node.api)
     assert result.stderr == b"", result.stderr.decode()
     assert result.returncode == 141  # as a tool killed by SIGPIPE

@@ -56,6 +56,8 @@ def test_the_view_shows_every_node_its_bins_and_loss() -> None:
     row = next(line for line in text.splitlines() if "node 0" in line and "5/10" in line)
     cells = [cell.strip() for cell in row.split("│")[1:-1]]
     assert cells[:3] == ["node 0", "2", "1"] and cells[4] == "5/10"  # bin 2, 1 peer, 5 of 10 synced
+    console.print(render([("node 0", doc(0, peer((0, 0, 0))))], {}, now=1.0))
+    assert "nothing to sync yet: the peers offer no chunks" in console.export_text()
 
 
 def run_in_terminal(args: list[str], until: Callable[[str], bool], timeout: float = 60.0) -> tuple[int, str]:
