@@ -22,6 +22,7 @@ class BinSummary:
     known: int
     connected: int
     connected_peers: tuple[bytes, ...]
+    known_peers: tuple[bytes, ...] = ()  # every known peer of the bin, connected ones included
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,13 @@ class PeerTable:
             depth=self.depth(),
             neighbourhood_size=self.neighbourhood_size,
             bins=tuple(
-                BinSummary(po, len(self._known[po]), len(self._connected[po]), tuple(self._connected[po]))
+                BinSummary(
+                    po,
+                    len(self._known[po]),
+                    len(self._connected[po]),
+                    tuple(self._connected[po]),
+                    tuple(self._known[po]),
+                )
                 for po in range(self.max_po + 1)
             ),
         )

@@ -6,7 +6,11 @@ paths, so it is one integer XOR and a ``bit_length`` rather than a loop over byt
 
 from __future__ import annotations
 
-__all__ = ["proximity"]
+__all__ = ["MAX_PO", "proximity"]
+
+MAX_PO = 31
+"""The highest proximity-order bin, as in the reference: peers and chunks at least this close share
+it. Kademlia bins and each store's pull-index bins are numbered 0..MAX_PO."""
 
 
 def proximity(a: bytes, b: bytes) -> int:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypeAlias
 from bitarray import bitarray
 
 from localstore.bmt import keccak256
+from pot import MAX_PO
 from streamer.errors import MessageError
 
 PROTOCOL_VERSION = 2
@@ -35,10 +36,12 @@ SPAN_SIZE = 8
 MAX_PAYLOAD_SIZE = 4096
 MIN_CHUNK_DATA_SIZE = SPAN_SIZE
 MAX_CHUNK_DATA_SIZE = SPAN_SIZE + MAX_PAYLOAD_SIZE
-MAX_BIN = 31
+MAX_BIN = MAX_PO
 BIN_COUNT = MAX_BIN + 1
 MAX_BATCH_SIZE = 128
 """Most hashes in one offer; also the number of bits of a want vector."""
+OFFER_WINDOW = 2
+"""Most offers of one stream the upstream may have sent and not had answered (section 8.2)."""
 WANT_SIZE = MAX_BATCH_SIZE // 8
 MAX_HOST_SIZE = 255
 MAX_REASON_SIZE = 1024
@@ -83,6 +86,12 @@ class GoodbyeCode(enum.IntEnum):
     DUPLICATE_CONNECTION = 8
     PRUNED = 9
     OVERLOADED = 10
+
+
+def clip_reason(reason: str) -> str:
+    """``reason`` cut to fit a Goodbye or a RetrieveFailure: at most MAX_REASON_SIZE bytes of UTF-8."""
+    data = reason.encode()
+    return reason if len(data) <= MAX_REASON_SIZE else data[:MAX_REASON_SIZE].decode(errors="ignore")
 
 
 def overlay_address(public_key: bytes, network_id: int) -> bytes:

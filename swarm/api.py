@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 from hypercorn.config import Config
@@ -31,9 +31,33 @@ from swarm.files import Fetch, Upload, fetch_intermediates, read_file, stream_fi
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
+from swarm.statistics import NodeStatistics
+from swarm.status import sync_document, topology_document
 
-if TYPE_CHECKING:
-    from swarm.node import Node
+
+class ChunkGetter(Protocol):
+    async def get(self, address: bytes) -> Chunk: ...
+
+
+class ChunkLookup(Protocol):
+    def has(self, address: bytes) -> bool: ...
+
+
+class Node(Protocol):
+    """What the API uses of the node (the node implements it; tests may give a double)."""
+
+    @property
+    def overlay(self) -> bytes: ...
+
+    @property
+    def retrieval(self) -> ChunkGetter: ...
+
+    @property
+    def store(self) -> ChunkLookup: ...
+
+    def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
+
+    def statistics(self) -> NodeStatistics: ...
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +106,7 @@ def build_app(node: Node) -> ASGIApp:
             )
         span = int.from_bytes(data[:SPAN_SIZE], "little")
         chunk = Chunk(bmt_address(data[SPAN_SIZE:], span), data)
-        node.puller.store_chunks([chunk], verified=True)  # its address was just computed from it
+        node.store_chunks([chunk], verified=True)  # its address was just computed from it
         return JSONResponse({"reference": chunk.address.hex()}, status_code=201)
 
     async def get_chunk(request: Request) -> Response:
@@ -104,7 +128,7 @@ def build_app(node: Node) -> ASGIApp:
 
     async def post_bytes(request: Request) -> Response:
         # the splitter computes every chunk's address from its data: nothing to verify again
-        upload = Upload(partial(node.puller.store_chunks, verified=True))
+        upload = Upload(partial(node.store_chunks, verified=True))
         try:
             async for piece in request.stream():
                 upload.feed(piece)
@@ -141,16 +165,16 @@ def build_app(node: Node) -> ASGIApp:
         return TreeResponse(reference, start, end, status, headers, _held_first(held, fetch))
 
     async def topology(request: Request) -> Response:
-        return JSONResponse(node.topology())
+        return JSONResponse(topology_document(node.statistics()))
 
     async def metrics(request: Request) -> Response:
-        return Response(metrics_text(node), media_type=METRICS_CONTENT_TYPE)
+        return Response(metrics_text(node.statistics()), media_type=METRICS_CONTENT_TYPE)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "version": __version__, "overlay": node.overlay.hex()})
 
     async def sync(request: Request) -> Response:
-        return JSONResponse(node.sync_status())
+        return JSONResponse(sync_document(node.statistics()))
 
     async def bad_request(request: Request, exc: Exception) -> Response:
         return error(400, str(exc))

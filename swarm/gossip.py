@@ -10,20 +10,28 @@ node given a single bootnode thereby learns the whole swarm.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import trio
 
 from kademlia.addresses import PeerAddress
+from streamer.connection import PeerConnection
 from streamer.identity import BadPeerRecord, NodeIdentity, make_peer_record, verify_peer_record
 from streamer.messages import MAX_PEER_RECORDS, PeerRecord, Peers
 from streamer.outbox import Priority
 
-if TYPE_CHECKING:
-    from swarm.peer import Peer
-
 log = logging.getLogger(__name__)
+
+
+class GossipPeer(Protocol):
+    """What gossip uses of a connected peer."""
+
+    @property
+    def overlay(self) -> bytes: ...
+
+    @property
+    def conn(self) -> PeerConnection: ...
 
 
 class Gossip:
@@ -52,7 +60,7 @@ class Gossip:
         """Sign the record of where this node listens (after the listener is bound)."""
         self.own = make_peer_record(self._identity, network_id=self.network_id, host=host, port=port)
 
-    def on_records(self, peer: Peer, msg: Peers) -> None:
+    def on_records(self, peer: GossipPeer, msg: Peers) -> None:
         """Verify and learn the records a peer sent; bad ones are dropped, the peer stays."""
         told = self._told.setdefault(peer.overlay, set())
         for record in msg.records:
@@ -74,7 +82,7 @@ class Gossip:
     def forget(self, peer: bytes) -> None:
         self._told.pop(peer, None)
 
-    async def tell(self, peer: Peer) -> int:
+    async def tell(self, peer: GossipPeer) -> int:
         """Send `peer` every record it has not been sent yet; returns how many."""
         told = self._told.setdefault(peer.overlay, set())
         fresh = []
@@ -87,7 +95,7 @@ class Gossip:
             told.update(r.overlay for r in batch)
         return len(fresh)
 
-    async def run(self, peers: Callable[[], list[Peer]]) -> None:
+    async def run(self, peers: Callable[[], Iterable[GossipPeer]]) -> None:
         """Every `interval`, tell every connected peer what it has not heard yet."""
         while True:
             await trio.sleep(self.interval)
