@@ -2,8 +2,8 @@
 
 Shaped like the reference node's: JSON everywhere except raw chunk and file bytes; errors are
 `{"code": status, "message": "..."}` with a message naming what was wrong. Chunk and file bytes
-answer Range requests (swarm.byteranges). A client that goes away mid-request is an INFO line,
-not an error: only real faults are logged as errors.
+answer Range requests (swarm.byteranges); files are answered by swarm.downloads. A client that
+goes away mid-request is an INFO line, not an error: only real faults are logged as errors.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from localstore import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk, bmt_address
 from swarm import __version__
-from swarm.byteranges import ByteRange, RangeNotSatisfiable, parse_range
-from swarm.chunker import CorruptTree, check_chunk, child_refs, file_size
+from swarm.byteranges import RangeNotSatisfiable, parse_range
+from swarm.chunker import CorruptTree
 from swarm.dashboard import dashboard_routes, with_local_cors
+from swarm.downloads import TreeResponse, file_response, range_headers
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
-from swarm.files import Fetch, Upload, fetch_intermediates, read_file, stream_file
+from swarm.files import Upload
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
@@ -59,11 +60,8 @@ class Node(Protocol):
 
     def statistics(self) -> NodeStatistics: ...
 
-log = logging.getLogger(__name__)
 
-BUFFERED_DOWNLOAD = 32 * 1024 * 1024
-"""Downloads (or ranges) up to this size are read whole before the status line, so any missing
-chunk gives a 404/504; larger ones are streamed after their intermediate chunks are fetched."""
+log = logging.getLogger(__name__)
 
 
 class BadRequest(Exception):
@@ -142,27 +140,17 @@ def build_app(node: Node) -> ASGIApp:
 
     async def get_bytes(request: Request) -> Response | TreeResponse:
         reference = parse_address(request.path_params["reference"])
-        fetch = node.retrieval.get
         try:
-            root = check_chunk(await fetch(reference), reference, None)
-            child_refs(root)  # a malformed root is refused before any status line
-            size = file_size(root)
-            byte_range = parse_range(request.headers.get("range"), size)
-            start, end = (0, size) if byte_range is None else (byte_range.start, byte_range.end)
-            status = 200 if byte_range is None else 206
-            headers = range_headers(reference, byte_range)
-            if request.method == "HEAD":
-                headers["content-length"] = str(end - start)
-                return Response(status_code=status, headers=headers)
-            if end - start <= BUFFERED_DOWNLOAD:
-                data = await read_file(reference, fetch, start=start, end=end)
-                return Response(data, status, headers, media_type="application/octet-stream")
-            held = await fetch_intermediates(root, fetch, start, end)
+            return await file_response(
+                reference,
+                node.retrieval.get,
+                head=request.method == "HEAD",
+                range=request.headers.get("range"),
+            )
         except ChunkUnavailable as exc:
             return error(504 if exc.timed_out else 404, str(exc))
         except (InvalidChunk, CorruptTree) as exc:
             return error(502, f"file {reference.hex()} is corrupt: {exc}")
-        return TreeResponse(reference, start, end, status, headers, _held_first(held, fetch))
 
     async def topology(request: Request) -> Response:
         return JSONResponse(topology_document(node.statistics()))
@@ -210,25 +198,6 @@ def build_app(node: Node) -> ASGIApp:
     return departures_logged(with_local_cors(app))
 
 
-def range_headers(address: bytes, byte_range: ByteRange | None) -> dict[str, str]:
-    """Headers of a chunk or file answer: ranges accepted, the address as its (immutable) ETag,
-    and the Content-Range of a 206."""
-    headers = {"accept-ranges": "bytes", "etag": f'"{address.hex()}"'}
-    if byte_range is not None:
-        headers["content-range"] = byte_range.content_range
-    return headers
-
-
-def _held_first(held: dict[bytes, Chunk], fetch: Fetch) -> Fetch:
-    """`fetch`, answering from `held` first (each held chunk is used once, then dropped)."""
-
-    async def fetch_held(address: bytes) -> Chunk:
-        chunk = held.pop(address, None)
-        return chunk if chunk is not None else await fetch(address)
-
-    return fetch_held
-
-
 def departures_logged(app: ASGIApp) -> ASGIApp:
     """`app`, with a client that disconnects mid-request logged as INFO instead of being raised
     (hypercorn would log it as an ERROR with a traceback)."""
@@ -249,53 +218,6 @@ def departures_logged(app: ASGIApp) -> ASGIApp:
             )
 
     return wrapped
-
-
-class TreeResponse:
-    """Streams the bytes [start, end) of a large file after its status line.
-
-    Its intermediate chunks were fetched and verified before (`fetch_intermediates`), so only a
-    data chunk can be missing here. The headers, with the Content-Length, are out by then: the
-    chunk is logged and the response is abandoned, so the server closes the connection short of
-    the Content-Length and every HTTP client sees a failed transfer (never wrong bytes).
-    """
-
-    def __init__(
-        self, reference: bytes, start: int, end: int, status: int, headers: dict[str, str], fetch: Fetch
-    ) -> None:
-        self.reference = reference
-        self.start = start
-        self.end = end
-        self.status = status
-        self.headers = headers
-        self.fetch = fetch
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = [(name.encode(), value.encode()) for name, value in self.headers.items()]
-        headers += [
-            (b"content-type", b"application/octet-stream"),
-            (b"content-length", str(self.end - self.start).encode()),
-        ]
-        await send({"type": "http.response.start", "status": self.status, "headers": headers})
-        sent = 0
-
-        async def body(piece: bytes) -> None:
-            nonlocal sent
-            await send({"type": "http.response.body", "body": piece, "more_body": True})
-            sent += len(piece)
-
-        try:
-            await stream_file(self.reference, self.fetch, body, start=self.start, end=self.end)
-        except (ChunkUnavailable, InvalidChunk, CorruptTree) as exc:
-            log.warning(
-                "download of %s cut short after %d of %d bytes (connection closed): %s",
-                self.reference.hex(),
-                sent,
-                self.end - self.start,
-                exc,
-            )
-            return  # without the final body message: the server closes the connection
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def serve_api(

@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from localstore import Chunk
-from swarm import api
+from swarm import downloads
 from swarm.chunker import split_bytes
 from swarm.node import Node
 from swarm.testing import node_config, preload, start_node, wait_for
@@ -44,7 +44,7 @@ async def node_holding(data_dir: Path, chunks: list[Chunk]) -> AsyncIterator[tup
 @pytest.fixture
 def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Downloads over 64 KiB are streamed after their status line, as those over 32 MiB are."""
-    monkeypatch.setattr(api, "BUFFERED_DOWNLOAD", 64 * 1024)
+    monkeypatch.setattr(downloads, "BUFFERED_DOWNLOAD", 64 * 1024)
 
 
 def without(address: bytes) -> list[Chunk]:
