@@ -60,12 +60,14 @@ def test_the_view_shows_every_node_its_bins_and_loss() -> None:
     assert "nothing to sync yet: the peers offer no chunks" in console.export_text()
 
 
-def run_in_terminal(args: list[str], until: Callable[[str], bool], timeout: float = 60.0) -> tuple[int, str]:
+def run_in_terminal(
+    args: list[str], until: Callable[[str], bool], timeout: float = 60.0, env: dict[str, str] | None = None
+) -> tuple[int, str]:
     """Run `swarm ARGS` on a pseudo-terminal until `until(its output)` holds, then Ctrl-C it."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
     cmd = [sys.executable, "-m", "swarm", *args]
-    env = {**os.environ, "COLUMNS": "200", "LINES": "50"}  # pytest exports its own COLUMNS
+    env = {**os.environ, **(env or {}), "COLUMNS": "200", "LINES": "50"}  # pytest exports its own COLUMNS
     proc = subprocess.Popen(
         cmd, stdin=follower, stdout=follower, stderr=follower, start_new_session=True, env=env
     )
@@ -118,3 +120,22 @@ def test_sync_status_watch_redraws_as_a_node_syncs(tmp_path: Path) -> None:
     last = screen.split("chunks/s")[-1]
     assert "1 │" in last  # one peer
     assert "bins: sync progress" in last and "/" in last.split("bins: sync progress")[1]
+
+
+@pytest.mark.process
+def test_swarm_up_watch_shows_the_swarm_and_stops_cleanly(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(tmp_path)}
+
+    def both_nodes_synced(screen: str) -> bool:
+        last = screen.split("chunks/s")[-1]
+        return screen.count("chunks/s") > 2 and "node 1" in last and last.count("fully synced") == 2
+
+    status, screen = run_in_terminal(
+        ["up", "--nodes", "2", "--base-port", "0", "--data-dir", str(tmp_path / "s"), "--watch"],
+        until=both_nodes_synced,
+        env=env,
+    )
+    assert status == 0 and "Traceback" not in screen, screen[-3000:]
+    assert both_nodes_synced(screen.rsplit("stopping the swarm", 1)[0]), screen[-3000:]
+    assert "dashboard: http://127.0.0.1:" in screen and "stopped: 2 nodes closed cleanly" in screen
+    assert not list((tmp_path / "swarm").glob("up-*.json"))
