@@ -18,6 +18,8 @@ from enum import Enum
 from streamer.errors import LocalProtocolError, RemoteProtocolError
 from streamer.identity import HandshakeError, verify_handshake
 from streamer.messages import (
+    CHANNEL_BINDING_SIZE,
+    PLAIN_BINDING,
     PROTOCOL_VERSION,
     Goodbye,
     GoodbyeCode,
@@ -54,17 +56,25 @@ class _State(Enum):
 
 
 class HandshakeMachine:
-    """One side of the greeting. `make_local(challenge)` builds our handshake, signed over it."""
+    """One side of the greeting. `make_local(challenge, binding)` builds our handshake, signed
+    over the peer's Hello nonce and the channel binding both sides see (`streamer.channel`; 32
+    zero bytes on a plain channel)."""
 
     def __init__(
         self,
         nonce: bytes,
-        make_local: Callable[[bytes], Handshake],
+        make_local: Callable[[bytes, bytes], Handshake],
         *,
         network_id: int,
         version: int = PROTOCOL_VERSION,
+        binding: bytes = PLAIN_BINDING,
     ) -> None:
+        if len(binding) != CHANNEL_BINDING_SIZE:
+            raise LocalProtocolError(
+                f"a channel binding is {CHANNEL_BINDING_SIZE} bytes, not {len(binding)}"
+            )
         self.nonce = nonce
+        self.binding = binding
         self.network_id = network_id
         self.version = version
         self._make_local = make_local
@@ -105,7 +115,7 @@ class HandshakeMachine:
             )
         if not isinstance(msg, Hello):
             raise RemoteProtocolError(f"expected Hello, got {type(msg).__name__}")
-        self.local = self._make_local(msg.nonce)
+        self.local = self._make_local(msg.nonce, self.binding)
         self._state = _State.AWAIT_HANDSHAKE
         return self.local
 
@@ -115,7 +125,9 @@ class HandshakeMachine:
         assert self.local is not None
         if msg.overlay == self.local.overlay:
             raise HandshakeError("connected to ourselves", GoodbyeCode.DUPLICATE_CONNECTION)
-        verify_handshake(msg, network_id=self.network_id, version=self.version, challenge=self.nonce)
+        verify_handshake(
+            msg, network_id=self.network_id, version=self.version, challenge=self.nonce, binding=self.binding
+        )
         self.remote = msg
         self._state = _State.DONE
 

@@ -13,6 +13,7 @@ from contextlib import suppress
 
 import trio
 
+from streamer.channel import ChannelError, TlsCredentials, open_channel
 from streamer.codec import FrameDecoder, encode
 from streamer.connection import GOODBYE_TIMEOUT, RECEIVE_SIZE, PeerConnection, close_quietly
 from streamer.errors import RemoteProtocolError
@@ -45,28 +46,36 @@ class HandshakeFailed(Exception):
 
 async def handshake(
     stream: trio.abc.Stream,
-    make_local: Callable[[bytes], Handshake],
+    make_local: Callable[[bytes, bytes], Handshake],
     *,
     network_id: int,
     version: int = PROTOCOL_VERSION,
     outbound: bool,
     timeout: float = HANDSHAKE_TIMEOUT,
     outbox_capacity: int = 64,
+    credentials: TlsCredentials | None = None,
 ) -> PeerConnection:
-    """Greet and verify a peer on a fresh stream; returns the connection, ready to `run`.
+    """Open the channel and greet and verify a peer on it; returns the connection, ready to `run`.
 
-    The rules are the `HandshakeMachine`'s: each side sends a `Hello` with a fresh random nonce,
-    then its `Handshake`, built by `make_local` and signed over the other side's nonce, so a
-    handshake recorded on one connection is worthless on another. On failure the stream is closed
-    (after a Goodbye saying why, if we refused) and `HandshakeFailed` is raised.
+    With `credentials` the channel is TLS (the listener serves it, the dialler checks no
+    certificate); without, plain. The rules are the `HandshakeMachine`'s: each side sends a
+    `Hello` with a fresh random nonce, then its `Handshake`, built by `make_local` and signed over
+    the other side's nonce and the channel binding, so a handshake recorded on one connection, or
+    relayed from another channel, is worthless on this one. On failure the stream is closed (after
+    a Goodbye saying why, if we refused) and `HandshakeFailed` is raised.
     """
     decoder = FrameDecoder()
-    machine = HandshakeMachine(
-        secrets.token_bytes(NONCE_SIZE), make_local, network_id=network_id, version=version
-    )
+    nonce = secrets.token_bytes(NONCE_SIZE)
     try:
         with trio.fail_after(timeout):
+            stream, binding = await open_channel(stream, credentials, server_side=not outbound)
+            machine = HandshakeMachine(
+                nonce, make_local, network_id=network_id, version=version, binding=binding
+            )
             await _exchange(stream, machine, decoder)
+    except ChannelError as exc:
+        await close_quietly(stream)
+        raise HandshakeFailed(str(exc), GoodbyeCode.BAD_HANDSHAKE, "local") from exc
     except HandshakeError as exc:
         await _refuse(stream, exc.code, str(exc))
         raise HandshakeFailed(str(exc), int(exc.code), by="local") from exc

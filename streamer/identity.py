@@ -19,7 +19,9 @@ from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
 
 from streamer.messages import (
+    CHANNEL_BINDING_SIZE,
     NONCE_SIZE,
+    PLAIN_BINDING,
     PUBLIC_KEY_SIZE,
     SIGNATURE_SIZE,
     GoodbyeCode,
@@ -135,11 +137,14 @@ def _host8(host: str) -> bytes:
     return struct.pack(">B", len(raw)) + raw
 
 
-def handshake_signing_bytes(hs: Handshake, challenge: bytes) -> bytes:
-    """What a handshake's signature covers: the domain tag, every field but the signature, and
-    the receiver's challenge (its `Hello` nonce), which binds the handshake to one connection."""
+def handshake_signing_bytes(hs: Handshake, challenge: bytes, binding: bytes = PLAIN_BINDING) -> bytes:
+    """What a handshake's signature covers: the domain tag, every field but the signature, the
+    receiver's challenge (its `Hello` nonce), which binds the handshake to one connection, and the
+    channel binding (`streamer.channel`), which binds it to one TLS channel."""
     if len(challenge) != NONCE_SIZE:
         raise ValueError(f"handshake challenge must be {NONCE_SIZE} bytes, got {len(challenge)}")
+    if len(binding) != CHANNEL_BINDING_SIZE:
+        raise ValueError(f"channel binding must be {CHANNEL_BINDING_SIZE} bytes, got {len(binding)}")
     return (
         HANDSHAKE_DOMAIN
         + struct.pack(">HQ", hs.version, hs.network_id)
@@ -148,6 +153,7 @@ def handshake_signing_bytes(hs: Handshake, challenge: bytes) -> bytes:
         + hs.public_key
         + _host8(hs.host)
         + challenge
+        + binding
     )
 
 
@@ -160,8 +166,10 @@ def make_handshake(
     host: str,
     port: int,
     challenge: bytes,
+    binding: bytes = PLAIN_BINDING,
 ) -> Handshake:
-    """Our handshake for one connection, signed over the peer's `Hello` nonce (`challenge`)."""
+    """Our handshake for one connection, signed over the peer's `Hello` nonce (`challenge`) and
+    the channel binding."""
     unsigned = Handshake(
         version=version,
         network_id=network_id,
@@ -172,15 +180,18 @@ def make_handshake(
         public_key=identity.public_key,
         signature=bytes(SIGNATURE_SIZE),
     )
-    signature = identity.sign(handshake_signing_bytes(unsigned, challenge))
+    signature = identity.sign(handshake_signing_bytes(unsigned, challenge, binding))
     return dataclasses.replace(unsigned, signature=signature)
 
 
-def verify_handshake(hs: Handshake, *, network_id: int, version: int, challenge: bytes) -> None:
+def verify_handshake(
+    hs: Handshake, *, network_id: int, version: int, challenge: bytes, binding: bytes = PLAIN_BINDING
+) -> None:
     """Raise :class:`HandshakeError` (with the Goodbye code to send) unless ``hs`` is acceptable.
 
     `challenge` is the nonce of the `Hello` we sent on this connection: a handshake signed over
-    any other nonce (recorded elsewhere and replayed) fails as a bad signature.
+    any other nonce (recorded elsewhere and replayed) fails as a bad signature; so does one signed
+    over another channel binding (relayed from another TLS channel).
     """
     if hs.network_id != network_id:
         raise HandshakeError(
@@ -197,7 +208,7 @@ def verify_handshake(hs: Handshake, *, network_id: int, version: int, challenge:
             f"peer claims overlay {hs.overlay.hex()} but its public key gives {expected.hex()}",
             GoodbyeCode.BAD_HANDSHAKE,
         )
-    if not verify_signature(hs.public_key, handshake_signing_bytes(hs, challenge), hs.signature):
+    if not verify_signature(hs.public_key, handshake_signing_bytes(hs, challenge, binding), hs.signature):
         raise HandshakeError(
             f"bad handshake signature from overlay {hs.overlay.hex()}", GoodbyeCode.BAD_HANDSHAKE
         )

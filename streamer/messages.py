@@ -21,9 +21,14 @@ from localstore.bmt import keccak256
 from pot import MAX_PO
 from streamer.errors import MessageError
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 """The ``version`` this implementation puts in its handshake. Version 2 added the Hello nonces
-(handshake signatures bound to one connection) and the Unsubscribed acknowledgement."""
+(handshake signatures bound to one connection) and the Unsubscribed acknowledgement; version 3
+the TLS channel under the protocol, and the channel binding every handshake signature covers."""
+
+CHANNEL_BINDING_SIZE = 32
+PLAIN_BINDING = bytes(CHANNEL_BINDING_SIZE)
+"""The channel binding of a plain (unencrypted) connection: it binds nothing."""
 
 FRAME_HEADER_SIZE = 4
 MAX_FRAME_SIZE = 65536

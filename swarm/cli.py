@@ -77,6 +77,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         gossip=not args.no_gossip,
         cache_bytes=args.cache_mib * 2**20,
         verify_workers=args.verify_workers,
+        channel=args.channel,
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -177,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes that verify synced chunks (BMT hashing) on other cores, 0..8; 0 verifies in "
         f"the node's process (default: one per core beyond the first, at most 4: {default_workers()} here)",
+    )
+    p.add_argument(
+        "--channel",
+        choices=("tls", "plain"),
+        default="tls",
+        help="tls (default): every connection is TLS 1.3, bound to the peers' identities; plain: no "
+        "encryption, for measuring what TLS costs (a plain node only talks to plain nodes)",
     )
     p.set_defaults(func=cmd_node)
 

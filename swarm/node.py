@@ -29,6 +29,7 @@ from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
 from localstore.cache import DEFAULT_CACHE_BYTES
 from pot import MAX_PO, proximity
+from streamer.channel import TlsCredentials
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
 from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 # What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
 # coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
 DEFAULT_STRATEGY = "temperature"
+CHANNELS = ("tls", "plain")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class NodeConfig:
     peers: tuple[tuple[str, int], ...] = ()  # bootnodes
     network_id: int = 1
     strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
+    channel: str = "tls"  # "plain": no TLS under the protocol (to measure what TLS costs)
     neighbourhood_size: int = 3
     saturation: int = 4
     over_saturation: int = 8
@@ -87,6 +90,8 @@ class Node:
 
     def __init__(self, config: NodeConfig, *, sync_rule: SyncRule = sync_bins) -> None:
         get_strategy(config.strategy)  # fail early on a bad name
+        if config.channel not in CHANNELS:
+            raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {config.channel!r}")
         self.config = config
         self.sync_rule = sync_rule
         self.data_dir = Path(config.data_dir)
@@ -121,6 +126,7 @@ class Node:
             overlay=self.overlay,
             connected=self._connected,
             disconnected=self._disconnected,
+            credentials=TlsCredentials() if config.channel == "tls" else None,
         )
         self.manager = ConnectionManager(
             self.table,
@@ -208,8 +214,8 @@ class Node:
         tmp.write_text(json.dumps(info) + "\n")
         tmp.replace(self.data_dir / "node.json")
 
-    def _local_handshake(self, challenge: bytes) -> Handshake:
-        """Our handshake for one connection, signed over the peer's Hello nonce."""
+    def _local_handshake(self, challenge: bytes, binding: bytes) -> Handshake:
+        """Our handshake for one connection, signed over the peer's Hello nonce and the channel."""
         return make_handshake(
             self.identity,
             version=PROTOCOL_VERSION,
@@ -218,6 +224,7 @@ class Node:
             host=self.config.host,
             port=self.p2p_port,
             challenge=challenge,
+            binding=binding,
         )
 
     def _make_peer(self, conn: PeerConnection) -> Peer:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import trio
 
 from kademlia.addresses import PeerAddress
+from streamer.channel import TlsCredentials
 from streamer.connection import Disconnect, PeerConnection, close_quietly
 from streamer.handshake import HandshakeFailed, handshake
 from streamer.messages import GoodbyeCode, Handshake
@@ -57,14 +58,16 @@ class Sessions:
 
     def __init__(
         self,
-        local_handshake: Callable[[bytes], Handshake],
+        local_handshake: Callable[[bytes, bytes], Handshake],
         make_peer: Callable[[PeerConnection], Peer],
         *,
         network_id: int,
         overlay: bytes,
         connected: Callable[[Peer], None],
         disconnected: Callable[[Peer], None],
+        credentials: TlsCredentials | None = None,
     ) -> None:
+        self._credentials = credentials  # None: a plain channel
         self._local_handshake = local_handshake
         self._make_peer = make_peer
         self.network_id = network_id
@@ -161,7 +164,11 @@ class Sessions:
     async def _greet(self, stream: trio.abc.Stream, *, outbound: bool) -> PeerConnection:
         try:
             return await handshake(
-                stream, self._local_handshake, network_id=self.network_id, outbound=outbound
+                stream,
+                self._local_handshake,
+                network_id=self.network_id,
+                outbound=outbound,
+                credentials=self._credentials,
             )
         except HandshakeFailed as exc:
             self.handshakes_refused += 1

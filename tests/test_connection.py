@@ -16,6 +16,7 @@ from streamer.handshake import HandshakeFailed, handshake
 from streamer.identity import NodeIdentity, make_handshake, verify_handshake
 from streamer.messages import (
     NONCE_SIZE,
+    PLAIN_BINDING,
     PROTOCOL_VERSION,
     ChunkDelivery,
     CursorsRequest,
@@ -38,10 +39,10 @@ NET = 7
 
 def hs(
     identity: NodeIdentity, network_id: int = NET, version: int = PROTOCOL_VERSION, port: int = 1
-) -> Callable[[bytes], Handshake]:
+) -> Callable[..., Handshake]:
     """The handshake factory `handshake` wants: our handshake, signed over the peer's nonce."""
 
-    def make(challenge: bytes) -> Handshake:
+    def make(challenge: bytes, binding: bytes = PLAIN_BINDING) -> Handshake:
         return make_handshake(
             identity,
             version=version,
@@ -50,6 +51,7 @@ def hs(
             host="127.0.0.1",
             port=port,
             challenge=challenge,
+            binding=binding,
         )
 
     return make
@@ -71,10 +73,10 @@ async def pair(
     async def side(name: str, stream, identity: NodeIdentity, outbound: bool, kwargs: dict | None) -> None:
         make = hs(identity)
 
-        def make_local(challenge: bytes) -> Handshake:
+        def make_local(challenge: bytes, binding: bytes) -> Handshake:
             if challenges is not None:
                 challenges[name] = challenge
-            return make(challenge)
+            return make(challenge, binding)
 
         result[name] = await handshake(
             stream, make_local, network_id=NET, outbound=outbound, **(kwargs or {})

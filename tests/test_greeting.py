@@ -12,6 +12,7 @@ from streamer.greeting import HandshakeMachine, HandshakeRefused, connection_rep
 from streamer.identity import HandshakeError, NodeIdentity, make_handshake
 from streamer.messages import (
     NONCE_SIZE,
+    PLAIN_BINDING,
     PROTOCOL_VERSION,
     CursorsRequest,
     Goodbye,
@@ -29,9 +30,16 @@ NONCE_A, NONCE_B = bytes([1]) * NONCE_SIZE, bytes([2]) * NONCE_SIZE
 
 
 def signer(identity: NodeIdentity, *, network_id: int = NET, version: int = PROTOCOL_VERSION) -> Callable:
-    def make(challenge: bytes) -> Handshake:
+    def make(challenge: bytes, binding: bytes = PLAIN_BINDING) -> Handshake:
         return make_handshake(
-            identity, version=version, network_id=network_id, epoch=9, host="h", port=1, challenge=challenge
+            identity,
+            version=version,
+            network_id=network_id,
+            epoch=9,
+            host="h",
+            port=1,
+            challenge=challenge,
+            binding=binding,
         )
 
     return make

@@ -56,8 +56,9 @@ from streamer.messages import (
     Unsubscribed,
     WantedHashes,
 )
-from swarm.node import Node
-from swarm.testing import NodeProcess, node_config, poll, preload, random_chunks, start_node, wait_for
+from swarm import testing
+from swarm.node import Node, NodeConfig
+from swarm.testing import NodeProcess, poll, preload, random_chunks, start_node, wait_for
 from syncer.pullsync import PullerConfig
 
 HISTORY = random_chunks(300, seed=101)
@@ -65,6 +66,15 @@ LIVE = random_chunks(60, seed=102)
 STEP_TIMEOUT = 10.0
 FORGED_BIN = 5  # the bin of the hostile upstream's pull index it offers (its own chunks lie in it)
 HOSTILE_EPOCH = 1_700_000_000  # in its handshake and its cursors replies alike
+
+
+PLAIN = ["--channel", "plain"]
+
+
+def node_config(data_dir: Path, **overrides: Any) -> NodeConfig:
+    """The hostile peer speaks the protocol's frames in the clear (they are what it attacks), so
+    its targets run the plain channel; tests/test_channel.py attacks the TLS channel itself."""
+    return testing.node_config(data_dir, channel="plain", **overrides)
 
 
 def chunks_in_bin(overlay: bytes, bin: int, count: int, *, seed: int) -> list[Chunk]:
@@ -676,7 +686,10 @@ def test_hostile_peers_against_a_node_process(tmp_path: Path) -> None:
     history = random_chunks(1500, seed=104)
     live = random_chunks(40, seed=105)
     preload(tmp_path / "up", history)
-    with NodeProcess(tmp_path / "up") as up, NodeProcess(tmp_path / "target", peers=[up.p2p]) as target:
+    with (
+        NodeProcess(tmp_path / "up", extra=PLAIN) as up,
+        NodeProcess(tmp_path / "target", peers=[up.p2p], extra=PLAIN) as target,
+    ):
         port = target.p2p[1]
         results: dict[str, tuple[Expect, Goodbye | None]] = {}
 
@@ -738,7 +751,7 @@ def test_hostile_peers_against_a_node_process(tmp_path: Path) -> None:
             for address in absent:
                 assert client.head(f"/chunks/{address.hex()}").status_code == 404
         # the node is still serving: a new honest downstream syncs everything from it
-        with NodeProcess(tmp_path / "late", peers=[target.p2p]) as late:
+        with NodeProcess(tmp_path / "late", peers=[target.p2p], extra=PLAIN) as late:
             poll(
                 lambda: (
                     (doc := sync_doc(late))["chunks"] == len(everything)
