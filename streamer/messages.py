@@ -40,7 +40,11 @@ SIGNATURE_SIZE = 64
 SPAN_SIZE = 8
 MAX_PAYLOAD_SIZE = 4096
 MIN_CHUNK_DATA_SIZE = SPAN_SIZE
-MAX_CHUNK_DATA_SIZE = SPAN_SIZE + MAX_PAYLOAD_SIZE
+SOC_HEADER_SIZE = 32 + 65
+"""A single-owner chunk's id and signature, before its ``span || payload``."""
+MAX_CHUNK_DATA_SIZE = SOC_HEADER_SIZE + SPAN_SIZE + MAX_PAYLOAD_SIZE
+"""Largest chunk data on the wire: a single-owner chunk with a full payload (4201 bytes); a
+content chunk's data is at most 4104."""
 MAX_BIN = MAX_PO
 BIN_COUNT = MAX_BIN + 1
 MAX_BATCH_SIZE = 128

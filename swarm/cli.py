@@ -51,6 +51,16 @@ def _client_command(name: str) -> Callable[[argparse.Namespace], int]:
     return _command("swarm.cli_client", name)
 
 
+def network_range(text: str) -> str:
+    """An IP network in CIDR notation (argparse type)."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP network (CIDR, e.g. 10.0.0.0/8): {text!r}") from None
+
+
 # -- swarm version ----------------------------------------------------------------------------
 
 
@@ -78,6 +88,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         cache_bytes=args.cache_mib * 2**20,
         verify_workers=args.verify_workers,
         channel=args.channel,
+        dial_networks=tuple(args.dial_allow),
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -178,6 +189,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes that verify synced chunks (BMT hashing) on other cores, 0..8; 0 verifies in "
         f"the node's process (default: one per core beyond the first, at most 4: {default_workers()} here)",
+    )
+    p.add_argument(
+        "--dial-allow",
+        type=network_range,
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="a network whose addresses gossip may make this node dial (repeatable; default: "
+        "loopback only when listening on loopback, else any address but loopback, link-local and "
+        "multicast); --peer addresses are always dialled",
     )
     p.add_argument(
         "--channel",

@@ -72,6 +72,15 @@ class NodeCollector(Collector):
             "inbound connections closed at once because too many greetings were under way",
             value=stats.turned_away,
         )
+        records = CounterMetricFamily(
+            "swarm_peer_records",
+            "gossiped peer records: received, rejected (bad signature or network), rate_limited "
+            "(over a peer's budget), refused (an address not to dial, or a full bin)",
+            labels=["outcome"],
+        )
+        for outcome, value in stats.gossip.items():
+            records.add_metric([outcome], value)
+        yield records
         cursors = GaugeMetricFamily("swarm_pull_index_cursor", "highest bin ID per bin", labels=["bin"])
         for bin, cursor in enumerate(stats.cursors):
             if cursor:

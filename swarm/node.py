@@ -24,7 +24,7 @@ from pathlib import Path
 import trio
 
 from kademlia import PeerTable, get_strategy, sync_bins
-from kademlia.addresses import AddressBook, Backoff, PeerAddress
+from kademlia.addresses import AddressBook, Backoff, DialPolicy, PeerAddress
 from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
 from localstore.cache import DEFAULT_CACHE_BYTES
@@ -68,6 +68,9 @@ class NodeConfig:
     network_id: int = 1
     strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
     channel: str = "tls"  # "plain": no TLS under the protocol (to measure what TLS costs)
+    # networks (CIDR) whose addresses gossip may make this node dial; empty: loopback only for a
+    # node listening on loopback, else every address but loopback, link-local and multicast
+    dial_networks: tuple[str, ...] = ()
     neighbourhood_size: int = 3
     saturation: int = 4
     over_saturation: int = 8
@@ -118,7 +121,10 @@ class Node:
             over_saturation=config.over_saturation,
             max_po=MAX_PO,
         )
-        self.book = AddressBook()
+        self.book = AddressBook(self.overlay)
+        networks = config.dial_networks
+        self.dial_policy = DialPolicy(networks) if networks else DialPolicy.for_host(config.host)
+        self.addresses_refused = 0
         self.sessions = Sessions(
             self._local_handshake,
             self._make_peer,
@@ -255,14 +261,24 @@ class Node:
 
     # -- topology -----------------------------------------------------------------------------
 
-    def learn(self, address: PeerAddress) -> None:
-        """A peer and where it listens (from a handshake or verified gossip)."""
+    def learn(self, address: PeerAddress) -> bool:
+        """A peer and where it listens (from a handshake or verified gossip); False if it is not
+        kept (an address this node may not dial, or its bin is full of peers seen working)."""
         if address.overlay == self.overlay:
-            return
-        changed = self.book.add(address)
-        changed = self.table.add_known(address.overlay) or changed
-        if changed:
+            return False
+        if not self.dial_policy.allows(address.host):
+            self.addresses_refused += 1
+            return False
+        admission = self.book.add(address)
+        if admission.evicted is not None:
+            self.table.remove_known(admission.evicted)
+            self.gossip.drop_record(admission.evicted)
+        if admission.refused:
+            self.addresses_refused += 1
+            return False
+        if self.table.add_known(address.overlay) or admission.changed:
             self.manager.changed()
+        return True
 
     def depth(self) -> int:
         return self.puller.depth
@@ -271,6 +287,7 @@ class Node:
         remote = peer.conn.remote
         if remote.host and remote.port:
             self.learn(PeerAddress(peer.overlay, remote.host, remote.port))
+        self.book.worked(peer.overlay)
         self.table.connect(peer.overlay)
         self.puller.set_depth(self.table.depth())
         peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
@@ -313,4 +330,10 @@ class Node:
             table=self.table,
             strategy=self.config.strategy,
             saturation=self.config.saturation,
+            gossip={
+                "received": self.gossip.received,
+                "rejected": self.gossip.rejected,
+                "rate_limited": self.gossip.rate_limited,
+                "refused": self.addresses_refused,
+            },
         )

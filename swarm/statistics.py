@@ -54,6 +54,7 @@ class NodeStatistics:
     violations: int
     handshakes_refused: int
     turned_away: int  # inbound connections closed at once: too many greetings under way
+    gossip: dict[str, int]  # peer records: received, rejected (bad), rate_limited, refused (not kept)
     retrieval: RetrievalStatistics
     table: TableSnapshot
     strategy: str
@@ -75,6 +76,7 @@ def collect_statistics(
     table: PeerTable,
     strategy: str,
     saturation: int,
+    gossip: dict[str, int],
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -102,6 +104,7 @@ def collect_statistics(
         violations=sessions.violations,
         handshakes_refused=sessions.handshakes_refused,
         turned_away=sessions.turned_away,
+        gossip=gossip,
         retrieval=retrieval.statistics(),
         table=table.snapshot(),
         strategy=strategy,

@@ -426,14 +426,14 @@ MALFORMED = [
     (
         0x16,
         b"\x02\x01" + _u64(10) + b"\x00" + bytes(7),
-        r"ChunkDelivery\.data must be 8\.\.4104 bytes, got 7",
+        r"ChunkDelivery\.data must be 8\.\.4201 bytes, got 7",
         True,
     ),
-    (0x16, b"\x02\x01" + _u64(10) + b"\x00" + bytes(4105), r"ChunkDelivery\.data .*got 4105", True),
+    (0x16, b"\x02\x01" + _u64(10) + b"\x00" + bytes(4202), r"ChunkDelivery\.data .*got 4202", True),
     (0x16, b"\x02\x01" + _u64(10), r"malformed ChunkDelivery .*bin/live/start/index needs 11", False),
     (0x20, _u64(1) + bytes(31), r"malformed RetrieveRequest .*field address needs 32", False),
     (0x20, _u64(1) + bytes(32), r"malformed RetrieveRequest .*field hop_limit needs 1", False),
-    (0x21, _u64(1) + bytes(4), r"RetrieveDelivery\.data must be 8\.\.4104 bytes, got 4", True),
+    (0x21, _u64(1) + bytes(4), r"RetrieveDelivery\.data must be 8\.\.4201 bytes, got 4", True),
     (0x22, _u64(1) + b"\x00\x05abc", r"malformed RetrieveFailure .*field reason needs 5 bytes", False),
     (
         0x22,

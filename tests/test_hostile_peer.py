@@ -49,6 +49,7 @@ from streamer.messages import (
     Hello,
     Message,
     OfferedHashes,
+    Peers,
     Ping,
     Pong,
     Subscribe,
@@ -1183,3 +1184,75 @@ async def test_refused_handshakes_do_not_flood_the_log(
             nursery.cancel_scope.cancel()
     refusals = [r for r in caplog.records if "handshake in failed" in r.getMessage()]
     assert 1 <= len(refusals) <= 10
+
+
+def test_a_flood_of_signed_fake_peer_records_leaves_the_address_book_bounded(
+    tmp_path: Path,
+) -> None:
+    """Validly signed records of made-up peers used to grow the known set without bound (7,680
+    records: 2 -> 6,402 known). Now a peer's records count against a budget per window, the book
+    keeps at most DEFAULT_PER_BIN per bin, and records naming hosts this node may not dial (here:
+    not loopback, as for any local swarm) are not kept at all."""
+    from kademlia.addresses import DEFAULT_PER_BIN
+    from streamer.identity import make_peer_record
+
+    fakes = [NodeIdentity.generate() for _ in range(2600)]
+    records = [
+        make_peer_record(fake, network_id=1, host="127.0.0.1", port=20000 + i) for i, fake in enumerate(fakes)
+    ]
+    outsiders = [make_peer_record(NodeIdentity.generate(), network_id=1, host="10.9.8.7", port=1634)]
+
+    async def flood(port: int) -> None:
+        h = await HostilePeer.connect(port)
+        try:
+            await h.handshake()
+            await h.send(Peers(tuple(outsiders)))
+            for start in range(0, len(records), 128):
+                await h.send(Peers(tuple(records[start : start + 128])))
+            await h.ping(1)
+        finally:
+            await h.aclose()
+
+    with NodeProcess(tmp_path / "target", extra=PLAIN) as target:
+        trio.run(flood, target.p2p[1])
+        topology = target.get("/topology").json()
+        populations = [b["population"] for b in topology["bins"].values()]
+        assert max(populations) <= DEFAULT_PER_BIN + 1  # the book, and the flooding peer (connected)
+        assert 0 < topology["population"] < len(records) // 2
+        known = {p["address"] for b in topology["bins"].values() for p in b["disconnectedPeers"]}
+        assert outsiders[0].overlay.hex() not in known
+        assert target.get("/health").status_code == 200
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_unsubscribe_floods_leave_a_node_process_small_and_responsive(tmp_path: Path) -> None:
+    """Issue 19, item 1, against a real process: 40 connections each send 2,000 Unsubscribes and
+    read nothing (5 MB of traffic once took a node from 64 MB to over 1 GB). Each is dropped at
+    its second Unsubscribe; memory stays flat, the API answers, and SIGTERM ends it cleanly."""
+
+    async def flood(port: int) -> None:
+        for _ in range(40):
+            h = await HostilePeer.connect(port)
+            try:
+                await h.handshake()
+                with trio.move_on_after(2):
+                    await h.send_raw(encode(Unsubscribe(FORGED_BIN, True)) * 2000)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            finally:
+                await h.aclose()
+
+    with NodeProcess(tmp_path / "target", extra=PLAIN) as target:
+        assert target.proc is not None
+        before = _rss_mb(target.proc.pid)
+        trio.run(flood, target.p2p[1])
+        poll(lambda: sync_doc(target)["totals"]["violations"] >= 40, timeout=30)
+        assert _rss_mb(target.proc.pid) - before < 20
+        assert target.get("/health").status_code == 200
+        assert target.stop(timeout=10) == 0

@@ -335,12 +335,12 @@ INVALID = [
     (
         ChunkDelivery,
         {"bin": 0, "live": False, "start": 1, "index": 0, "data": bytes(7)},
-        r"ChunkDelivery\.data must be 8\.\.4104 bytes, got 7",
+        r"ChunkDelivery\.data must be 8\.\.4201 bytes, got 7",
     ),
     (
         ChunkDelivery,
-        {"bin": 0, "live": False, "start": 1, "index": 0, "data": bytes(4105)},
-        r"ChunkDelivery\.data must be 8\.\.4104 bytes, got 4105",
+        {"bin": 0, "live": False, "start": 1, "index": 0, "data": bytes(4202)},
+        r"ChunkDelivery\.data must be 8\.\.4201 bytes, got 4202",
     ),
     (
         ChunkDelivery,
@@ -358,7 +358,7 @@ INVALID = [
         {"request_id": -1, "address": bytes(32), "hop_limit": 0},
         r"RetrieveRequest\.request_id",
     ),
-    (RetrieveDelivery, {"request_id": 1, "data": b""}, r"RetrieveDelivery\.data must be 8\.\.4104 bytes"),
+    (RetrieveDelivery, {"request_id": 1, "data": b""}, r"RetrieveDelivery\.data must be 8\.\.4201 bytes"),
     (RetrieveFailure, {"request_id": 1, "reason": "x" * 1025}, r"RetrieveFailure\.reason"),
     (PeerRecord, {**REC, "host": "x" * 256}, r"PeerRecord\.host"),
     (PeerRecord, {**REC, "port": -1}, r"PeerRecord\.port"),
