@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import plyvel
@@ -95,6 +95,7 @@ class LocalStore:
         self._cursors = files.cursors
         self._epoch = files.epoch
         self._dropped = files.dropped
+        self.on_drop: Callable[[bytes], None] | None = None  # told each damaged chunk dropped
         self._finalizer = weakref.finalize(self, files.release)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -250,6 +251,8 @@ class LocalStore:
         """
         self._pull_index.punch(self.bin_of(address), bin_id)
         self._dropped += 1
+        if self.on_drop is not None:
+            self.on_drop(address)
         try:
             self._index.remove(address)
         except BaseException:
