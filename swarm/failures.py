@@ -55,6 +55,7 @@ def bind_error(exc: BaseException) -> OSError | None:
 def describe_node_failure(exc: BaseException, *, data_dir: Path, host: str, port: int) -> str:
     """One line saying why the node with this data directory and peer address failed."""
     from localstore import StoreCorrupt, StoreError, StoreLocked
+    from localstore.errors import MOVE_AWAY
     from streamer.identity import KeyFileError
 
     leaves = [leaf for leaf in leaf_exceptions(exc) if isinstance(leaf, Exception)]
@@ -62,8 +63,8 @@ def describe_node_failure(exc: BaseException, *, data_dir: Path, host: str, port
     cause = next((leaf for leaf in leaves if isinstance(leaf, known)), leaves[0] if leaves else exc)
     if isinstance(cause, StoreLocked):
         return f"{cause}: is another `swarm node --data-dir {data_dir}` running{_running_pid(data_dir)}?"
-    if isinstance(cause, StoreCorrupt):
-        return f"{cause} (move {cause.path} away and the node starts an empty store and syncs again)"
+    if isinstance(cause, StoreCorrupt) and MOVE_AWAY not in str(cause):
+        return f"{cause}; {MOVE_AWAY}"
     if isinstance(cause, StoreError | KeyFileError | PortUnavailable):
         return str(cause)
     if isinstance(cause, OSError):

@@ -1,13 +1,13 @@
 """A `swarm node` that cannot start says why in one line on stderr and exits non-zero.
 
 Each case is a real `python -m swarm node` process meeting the failing condition on disk or on
-the network: a store in use, a damaged marker, LevelDB or chunk file, a bad key file, a port in
-use. Before, each printed a 30-60 line ExceptionGroup traceback from trio's nursery.
+the network: a store in use, a damaged marker, lost LevelDB tables or chunk file (what the store
+cannot recover by itself), a bad key file, a port in use. Before, each printed a 30-60 line
+ExceptionGroup traceback from trio's nursery.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -61,16 +61,16 @@ def damage_marker(data_dir: Path) -> str:
     return "LOCALSTORE marker is unreadable"
 
 
-def damage_leveldb(data_dir: Path) -> str:
-    for path in (data_dir / "localstore").glob("MANIFEST-*"):
-        path.write_bytes(b"\0" * 64)
-    return "LevelDB cannot open it"
+def lose_leveldb_tables(data_dir: Path) -> str:
+    for path in (data_dir / "localstore").iterdir():
+        if path.suffix in (".ldb", ".log", ".sst"):
+            path.unlink()
+    return "the LevelDB lost the store's metadata and cursors"
 
 
-def truncate_chunk_file(data_dir: Path) -> str:
-    path = data_dir / "localstore" / "CHUNKS"
-    os.truncate(path, path.stat().st_size - 5000)
-    return "CHUNKS holds 38 whole slots but the index names 40 chunks"
+def lose_chunk_file(data_dir: Path) -> str:
+    (data_dir / "localstore" / "CHUNKS").unlink()
+    return "the chunk data file CHUNKS is missing though the index names 40 chunks"
 
 
 def short_key(data_dir: Path) -> str:
@@ -85,7 +85,7 @@ def open_key(data_dir: Path) -> str:
 
 @pytest.mark.parametrize(
     "damage",
-    [damage_marker, damage_leveldb, truncate_chunk_file, short_key, open_key],
+    [damage_marker, lose_leveldb_tables, lose_chunk_file, short_key, open_key],
     ids=lambda f: f.__name__,
 )
 def test_a_damaged_data_directory_is_one_line_naming_the_file(
