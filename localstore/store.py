@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import plyvel
@@ -109,6 +109,7 @@ class LocalStore:
         self._dropped = files.dropped
         self._slots = files.slots
         self._evicted = 0
+        self.on_drop: Callable[[bytes], None] | None = None  # told each damaged chunk dropped
         self._finalizer = weakref.finalize(self, files.release)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -277,6 +278,8 @@ class LocalStore:
         self._pull_index.punch(bin, bin_id)
         self._dropped += 1
         self._slots.counts[bin] -= 1
+        if self.on_drop is not None:
+            self.on_drop(address)
         try:
             self._index.remove(address)
         except BaseException:

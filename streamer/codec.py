@@ -248,6 +248,11 @@ def _read_delivery(r: _Reader) -> ChunkDelivery:
     return ChunkDelivery(bin_, r.boolean(live, "live"), start, index, r.rest())
 
 
+def _read_push_delivery(r: _Reader) -> PushDelivery:
+    request_id, address, hop_limit = r.fixed(_PUSH_DELIVERY, "request_id/address/hop_limit")
+    return PushDelivery(request_id, address, hop_limit, r.rest())
+
+
 def _read_record(r: _Reader, i: int) -> PeerRecord:
     network_id, port, public_key, signature = r.fixed(_RECORD_FIXED, f"records[{i}]")
     host = r.str8(f"records[{i}].host")
@@ -285,10 +290,7 @@ _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
         "RetrieveFailure",
         lambda r: RetrieveFailure(r.u64("request_id"), r.str16("reason")),
     ),
-    MessageType.PUSH_DELIVERY: (
-        "PushDelivery",
-        lambda r: PushDelivery(*r.fixed(_PUSH_DELIVERY, "request_id/address/hop_limit"), r.rest()),
-    ),
+    MessageType.PUSH_DELIVERY: ("PushDelivery", _read_push_delivery),
     MessageType.PUSH_RECEIPT: (
         "PushReceipt",
         lambda r: PushReceipt(*r.fixed(_PUSH_RECEIPT, "request_id..signature")),
