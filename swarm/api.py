@@ -31,9 +31,11 @@ from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
 from swarm.files import Upload
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
+from swarm.reserve_api import flag, reserve_routes, tag_header
 from swarm.retrieval import ChunkUnavailable
 from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
+from swarm.uploads import Uploads
 
 
 class ChunkGetter(Protocol):
@@ -57,6 +59,9 @@ class Node(Protocol):
     def store(self) -> ChunkLookup: ...
 
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
+
+    @property
+    def uploads(self) -> Uploads: ...
 
     def statistics(self) -> NodeStatistics: ...
 
@@ -125,8 +130,10 @@ def build_app(node: Node) -> ASGIApp:
         return Response(part, status_code=206, headers=headers, media_type="application/octet-stream")
 
     async def post_bytes(request: Request) -> Response:
-        # the splitter computes every chunk's address from its data: nothing to verify again
-        upload = Upload(partial(node.store_chunks, verified=True))
+        # -- receipts and pins (issue 17): the upload is a tag of the pusher (swarm/uploads.py);
+        # its chunks' addresses are computed by the splitter, so they are stored unverified
+        session = node.uploads.begin(tag_header(request))
+        upload = Upload(session.store)
         try:
             async for piece in request.stream():
                 upload.feed(piece)
@@ -134,9 +141,11 @@ def build_app(node: Node) -> ASGIApp:
             exc.add_note(f"upload cut short after {upload.size} bytes ({upload.chunks} chunks stored)")
             raise
         reference = upload.finish()
-        return JSONResponse(
-            {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks}, status_code=201
-        )
+        pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
+        receipts = await node.uploads.finish(session, reference, pin=pin, wait=wait)
+        body = {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
+        return JSONResponse(body, status_code=201, headers={"swarm-tag": str(session.tag.uid)})
+        # -- end of receipts and pins
 
     async def get_bytes(request: Request) -> Response | TreeResponse:
         reference = parse_address(request.path_params["reference"])
@@ -186,6 +195,7 @@ def build_app(node: Node) -> ASGIApp:
         Route("/topology", topology, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         *dashboard_routes(),
+        *reserve_routes(node, parse_address),  # tags and pins (issue 17)
     ]
     app = Starlette(
         routes=routes,

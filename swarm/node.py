@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -28,6 +29,8 @@ from kademlia.addresses import AddressBook, Backoff, DialPolicy, PeerAddress
 from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
 from localstore.cache import DEFAULT_CACHE_BYTES
+from localstore.pins import Pins
+from localstore.reserve import DEFAULT_CAPACITY, Reserve
 from pot import MAX_PO, proximity
 from streamer.channel import TlsCredentials
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
@@ -36,10 +39,15 @@ from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
 from streamer.requests import RequestTable
 from swarm.gossip import Gossip
 from swarm.peer import Peer
+from swarm.pusher import Pusher
+from swarm.pushsync import PushSync, closer_peers
 from swarm.repair import Repair
+from swarm.reserve_status import reserve_status
+from swarm.reserve_worker import ReserveWorker
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
 from swarm.statistics import NodeStatistics, collect_statistics
+from swarm.uploads import Uploads
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
@@ -88,6 +96,10 @@ class NodeConfig:
     # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
     # 0: verify in the node's own process
     verify_workers: int = 0
+    capacity: int = DEFAULT_CAPACITY  # chunks the reserve keeps (localstore/reserve.py)
+    evict_batch: int = 256  # chunks evicted at most before other tasks run again
+    push_workers: int = 16  # uploaded chunks pushed at once (swarm/pusher.py)
+    receipt_timeout: float = 60.0  # how long POST /bytes waits for its last receipts
 
 
 class Node:
@@ -115,10 +127,17 @@ class Node:
         self.verifier = ChunkVerifier(config.verify_workers)
         self.transfers = Transfers()
         self.equivocations = EquivocationLog(self.store)
+        self.pins = Pins(self.store)
+        self.reserve = Reserve(self.store, config.capacity, [self.pins])
         self.intake = ChunkIntake(
-            self.store, verifier=self.verifier, stored=self.transfers.stored, evidence=self.equivocations
+            self.store,
+            verifier=self.verifier,
+            stored=self._stored,
+            evidence=self.equivocations,
+            within_radius=self.reserve.within_radius,
         )
         self.puller = Puller(IntervalStore(self.store), rule=self.sync_rule, config=config.puller)
+        self.puller.set_radius(self.reserve.radius)
         self.table = PeerTable(
             self.overlay,
             neighbourhood_size=config.neighbourhood_size,
@@ -160,6 +179,63 @@ class Node:
             timeout=config.retrieve_timeout,
             cache_bytes=config.cache_bytes,
         )
+        self._build_reserve()
+
+    def _build_reserve(self) -> None:
+        """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
+        config = self.config
+        self.reserve_worker = ReserveWorker(
+            self.reserve,
+            depth=self._known_depth,
+            historical_done=self.puller.fully_synced,
+            radius_changed=self.puller.set_radius,
+            batch=config.evict_batch,
+        )
+        self.pushsync = PushSync(
+            self.identity,
+            config.network_id,
+            next_hops=lambda address, origin: closer_peers(
+                self.overlay, address, self.sessions.peers.values(), origin
+            ),
+            store=lambda chunk: self.intake.store_many([chunk], verified=True),
+            responsible=self._responsible,
+            radius=lambda: self.reserve.radius,
+            hop_limit=config.hop_limit,
+            timeout=config.retrieve_timeout,
+        )
+        self.pusher = Pusher(
+            self.store,
+            get_chunk=self.store.get,
+            push=self.pushsync.push,
+            responsible=self._responsible,
+            has_peers=lambda: bool(self.sessions.peers),
+            workers=config.push_workers,
+        )
+        self.reserve.add_holder(self.pusher)
+        self.uploads = Uploads(
+            self.pusher,
+            self.pins,
+            store_chunks=partial(self.intake.store_many, verified=True),
+            get_chunk=self.retrieval.get,
+            protected_changed=self.reserve_worker.wake,
+            receipt_timeout=config.receipt_timeout,
+        )
+
+    def _stored(self, addresses: Iterable[bytes]) -> None:
+        """Chunks entered the store: batches waiting for them may be complete; the reserve may
+        be over capacity."""
+        self.transfers.stored(addresses)
+        self.reserve_worker.wake()
+
+    def _known_depth(self) -> int | None:
+        """The depth once this node has a neighbourhood (enough connected peers), else None."""
+        if self.table.connected_count() < self.config.neighbourhood_size:
+            return None
+        return self.table.depth()
+
+    def _responsible(self, address: bytes) -> bool:
+        """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
+        return proximity(self.overlay, address) >= self.table.depth()
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
@@ -189,6 +265,8 @@ class Node:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
                 nursery.start_soon(self.repair.run)
+                await nursery.start(self.reserve_worker.run)
+                await nursery.start(self.pusher.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
@@ -267,6 +345,7 @@ class Node:
             on_retrieve_request=self.retrieval.on_request,
             on_peers=self._on_peers,
             retrieve_timeout=timeout,
+            on_push_delivery=self.pushsync.on_delivery,
         )
 
     # -- topology -----------------------------------------------------------------------------
@@ -348,4 +427,7 @@ class Node:
             },
             equivocations=self.equivocations.count,
             repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
+            reserve=reserve_status(
+                self.reserve, self.pusher, self.pushsync, len(self.pins.roots()), len(self.pins)
+            ),
         )

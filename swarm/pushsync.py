@@ -20,9 +20,9 @@ to retry and when the uploader may let go of a chunk is the pusher's business (s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import trio
 
@@ -35,7 +35,7 @@ from streamer.outbox import Priority
 from streamer.push_receipts import BadReceipt, make_receipt, verify_receipt
 from swarm.push_requests import PushFailed
 
-__all__ = ["NoCloserPeer", "PushPeer", "PushStatistics", "PushSync"]
+__all__ = ["NoCloserPeer", "PushPeer", "PushStatistics", "PushSync", "closer_peers"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,25 @@ class PushPeer(Protocol):
     def conn(self) -> PeerConnection: ...
 
     async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt: ...
+
+
+P = TypeVar("P", bound=PushPeer)
+
+
+def closer_peers(overlay: bytes, address: bytes, peers: Iterable[P], origin: bytes | None) -> list[P]:
+    """Connected peers strictly closer to ``address`` than ``overlay`` (XOR), closest first,
+    without ``origin`` (the peer a chunk came from), as retrieval chooses its next hops."""
+    target = int.from_bytes(address, "big")
+    own = int.from_bytes(overlay, "big") ^ target
+    closer = [
+        (distance, peer)
+        for peer in peers
+        if (distance := int.from_bytes(peer.overlay, "big") ^ target) < own
+        and peer.overlay != origin
+        and not peer.conn.closed
+    ]
+    closer.sort(key=lambda pair: pair[0])
+    return [peer for _, peer in closer]
 
 
 class NoCloserPeer(Exception):

@@ -7,10 +7,11 @@ other and none of them reaches into a running service.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
+from swarm.reserve_status import ReserveStatus
 from swarm.retrieval import Retrieval, RetrievalStatistics
 from swarm.sessions import Disconnection, Sessions
 from syncer.puller import Puller, PullerStatistics
@@ -62,6 +63,8 @@ class NodeStatistics:
     strategy: str
     saturation: int
 
+    reserve: ReserveStatus = field(default_factory=ReserveStatus)  # capacity, radius, receipts
+
     @property
     def depth(self) -> int:
         return self.sync.depth
@@ -81,6 +84,7 @@ def collect_statistics(
     gossip: dict[str, int],
     equivocations: int,
     repairs: dict[str, int],
+    reserve: ReserveStatus | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -115,4 +119,5 @@ def collect_statistics(
         table=table.snapshot(),
         strategy=strategy,
         saturation=saturation,
+        reserve=reserve or ReserveStatus(),
     )

@@ -59,13 +59,9 @@ def test_property_eviction_and_slot_reuse_match_a_model(
     def check(store: LocalStore) -> None:
         assert len(store) == len(live)
         assert store.cursors() == [len(given_ids[b]) for b in range(BINS)]
-        assert store.bin_counts() == [
-            sum(1 for a in live if bin_of(overlay, a) == b) for b in range(BINS)
-        ]
+        assert store.bin_counts() == [sum(1 for a in live if bin_of(overlay, a) == b) for b in range(BINS)]
         for b in range(BINS):
-            expected = [
-                (i, a) for i, a in enumerate(given_ids[b], start=1) if (b, i) not in holes
-            ]
+            expected = [(i, a) for i, a in enumerate(given_ids[b], start=1) if (b, i) not in holes]
             assert list(store.iter_bin(b, 1)) == expected
         for chunk in POOL:
             assert store.has(chunk.address) == (chunk.address in live)
