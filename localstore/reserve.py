@@ -24,7 +24,7 @@ a batch does not walk the holes of earlier batches again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -106,6 +106,7 @@ class Reserve:
         self._store = store
         self.capacity = capacity
         self._holders = list(holders)
+        self._guards: list[Container[bytes]] = []
         raw = store.get_state(RADIUS_KEY)
         self.radius = raw[0] if raw else 0
         self.evicted = 0
@@ -121,8 +122,16 @@ class Reserve:
         self._holders.append(holder)
         self._protected_key = None
 
+    def add_guard(self, guard: Container[bytes]) -> None:
+        """Chunks in ``guard`` are not evicted for now but count in the reserve (chunks offered
+        to a downstream and not delivered yet: swarm/offer_leases.py); eviction comes back to them."""
+        self._guards.append(guard)
+
     def protected(self, address: bytes) -> bool:
         return any(address in holder for holder in self._holders)
+
+    def _guarded(self, address: bytes) -> bool:
+        return any(address in guard for guard in self._guards)
 
     def _protected_counts(self) -> list[int]:
         """Protected chunks per bin, recounted only when a holder changed."""
@@ -220,16 +229,20 @@ class Reserve:
     def _collect(self, bin: int, victims: list[bytes], wanted: int) -> None:
         """Add the oldest unprotected chunks of ``bin`` to ``victims``, up to ``wanted`` in all."""
         position = self._scan_from[bin]
+        guarded = 0  # the first guarded bin ID passed: the next scan starts there again
         for bin_id, address in self._store.iter_bin(bin, position):
             position = bin_id + 1
             if self.protected(address):
                 if not self._skipped[bin]:
                     self._skipped[bin] = bin_id
                 continue
+            if self._guarded(address):
+                guarded = guarded or bin_id
+                continue
             victims.append(address)
             if len(victims) >= wanted:
                 break
-        self._scan_from[bin] = position
+        self._scan_from[bin] = guarded or position
 
     def _rescan_skipped(self) -> None:
         """A holder changed: protected chunks eviction passed may be evictable now."""

@@ -90,6 +90,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         verify_workers=args.verify_workers,
         channel=args.channel,
         dial_networks=tuple(args.dial_allow),
+        neighbourhood_size=args.neighbourhood_size,
         **({"capacity": args.capacity} if args.capacity else {}),
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
@@ -210,6 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
         "encryption, for measuring what TLS costs (a plain node only talks to plain nodes)",
     )
     add_capacity_option(p)  # issue 17: the reserve
+    p.add_argument(
+        "--neighbourhood-size",
+        type=int,
+        default=3,
+        metavar="N",
+        help="peers at or beyond the depth a node wants; the depth caps the storage radius (default 3)",
+    )
     p.set_defaults(func=cmd_node)
 
     p = sub.add_parser(

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 import trio
 
@@ -38,6 +39,7 @@ from streamer.identity import NodeIdentity, load_or_create_identity, make_handsh
 from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
 from streamer.requests import RequestTable
 from swarm.gossip import Gossip
+from swarm.offer_leases import LeasedStore, OfferLeases
 from swarm.peer import Peer
 from swarm.pusher import Pusher
 from swarm.pushsync import PushSync, closer_peers
@@ -184,6 +186,8 @@ class Node:
     def _build_reserve(self) -> None:
         """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
         config = self.config
+        self.offer_leases = OfferLeases(ttl=config.puller.batch_timeout)
+        self.reserve.add_guard(self.offer_leases)
         self.reserve_worker = ReserveWorker(
             self.reserve,
             depth=self._known_depth,
@@ -339,7 +343,12 @@ class Node:
         return Peer(
             conn,
             min(proximity(self.overlay, overlay), MAX_PO),
-            upstream=Upstream(conn, self.store, live_idle=self.config.live_idle),
+            # the upstream sees the store through leases: what it offers is not evicted meanwhile
+            upstream=Upstream(
+                conn,
+                cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
+                live_idle=self.config.live_idle,
+            ),
             client=client,
             requests=requests,
             on_retrieve_request=self.retrieval.on_request,

@@ -23,6 +23,10 @@ __all__ = ["ReserveWorker"]
 
 log = logging.getLogger(__name__)
 
+SPACING = 0.1
+"""Least time between two rounds: the reserve may exceed its capacity by what a tenth of a second
+stores, and a round's cost (recounting protected chunks) is paid at most ten times a second."""
+
 
 @dataclass(frozen=True)
 class EvictionRound:
@@ -66,6 +70,7 @@ class ReserveWorker:
             with trio.move_on_after(self.interval):
                 await self._wake.wait()
             self._wake = trio.Event()
+            await trio.sleep(SPACING)  # stores come in bursts: one round for a burst
             await self.evict_all()
             self._follow_depth()
             if trio.current_time() >= next_lower:

@@ -158,3 +158,24 @@ def test_pins_count_shared_chunks_and_persist(tmp_path: Path) -> None:
         assert pins.unpin(root1) is None
         with pytest.raises(ValueError, match="32 bytes"):
             pins.pin(b"short", [])
+
+
+def test_guarded_chunks_wait_and_leases_expire(tmp_path: Path) -> None:
+    from swarm.offer_leases import LeasedStore, OfferLeases
+
+    now = [0.0]
+    pool = chunks(6, seed=8)
+    with LocalStore(tmp_path / "s", OVERLAY) as store:
+        store.put_many(pool)
+        leases = OfferLeases(ttl=10, clock=lambda: now[0])
+        upstream_view = LeasedStore(store, leases)
+        reserve = Reserve(store, 3)
+        reserve.add_guard(leases)
+        for chunk in pool:
+            upstream_view.check_slot(chunk.address)  # all offered
+        assert reserve.evict(10) == 0 and reserve.size() == 6, "offered: not evicted, still counted"
+        assert upstream_view.get(pool[0].address) == pool[0]  # delivered: the lease ends
+        assert reserve.evict(10) == 1 and not store.has(pool[0].address)
+        now[0] = 11  # the rest were never wanted: their leases run out
+        assert len(leases) == 0
+        assert reserve.evict(10) == 2 and reserve.size() == 3
