@@ -58,7 +58,8 @@ from streamer.messages import (
     WantedHashes,
 )
 from swarm import testing
-from swarm.node import Node, NodeConfig
+from swarm.config import NodeConfig
+from swarm.node import Node
 from swarm.testing import NodeProcess, poll, preload, random_chunks, start_node, wait_for
 from syncer.pullsync import PullerConfig
 
