@@ -24,38 +24,49 @@ DEFAULT_TTL = 60.0
 
 
 class OfferLeases:
-    """Addresses offered and not yet delivered, each until its lease runs out."""
+    """Addresses offered and not yet delivered, each until its last lease is released or runs out.
+
+    One chunk may be offered to several downstreams at once: each offer is a lease of its own,
+    and the chunk stays leased until every one of them is delivered (or all have expired).
+    """
 
     def __init__(self, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl = ttl
         self._clock = clock
-        self._until: OrderedDict[bytes, float] = OrderedDict()  # oldest lease first
+        # address -> (open leases, when the latest runs out), oldest deadline first
+        self._leases: OrderedDict[bytes, tuple[int, float]] = OrderedDict()
 
     def lease(self, address: bytes) -> None:
-        self._until[address] = self._clock() + self.ttl
-        self._until.move_to_end(address)
+        count, _ = self._leases.pop(address, (0, 0.0))
+        self._leases[address] = (count + 1, self._clock() + self.ttl)
 
     def release(self, address: bytes) -> None:
-        self._until.pop(address, None)
+        entry = self._leases.get(address)
+        if entry is None:
+            return
+        count, until = entry
+        if count <= 1:
+            del self._leases[address]
+        else:
+            self._leases[address] = (count - 1, until)
 
     def __contains__(self, address: object) -> bool:
-        until = self._until.get(address)  # type: ignore[call-overload]
-        if until is None:
+        if address not in self._leases:
             return False
         self._expire()
-        return address in self._until
+        return address in self._leases
 
     def __len__(self) -> int:
         self._expire()
-        return len(self._until)
+        return len(self._leases)
 
     def _expire(self) -> None:
         now = self._clock()
-        while self._until:
-            address, until = next(iter(self._until.items()))
+        while self._leases:
+            address, (_, until) = next(iter(self._leases.items()))
             if until > now:
                 break
-            del self._until[address]
+            del self._leases[address]
 
 
 class LeasedStore:

@@ -179,3 +179,17 @@ def test_guarded_chunks_wait_and_leases_expire(tmp_path: Path) -> None:
         now[0] = 11  # the rest were never wanted: their leases run out
         assert len(leases) == 0
         assert reserve.evict(10) == 2 and reserve.size() == 3
+
+
+def test_a_chunk_offered_twice_stays_leased_until_both_are_delivered() -> None:
+    from swarm.offer_leases import OfferLeases
+
+    now = [0.0]
+    leases = OfferLeases(ttl=10, clock=lambda: now[0])
+    address = bytes([7]) * 32
+    leases.lease(address)
+    leases.lease(address)  # offered to a second downstream
+    leases.release(address)  # the first delivered it
+    assert address in leases
+    leases.release(address)
+    assert address not in leases and len(leases) == 0
