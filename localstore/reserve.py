@@ -211,17 +211,30 @@ class Reserve:
 
     def evict(self, limit: int, depth: int | None = None) -> int:
         """Evict up to ``limit`` chunks if the reserve is over capacity (raising the radius
-        first as far as it may); return how many were evicted."""
+        first as far as it may); return how many were evicted.
+
+        Chunks within the radius are evicted only as far as they alone exceed the capacity (the
+        radius is at the depth and the neighbourhood does not fit); otherwise the excess comes
+        from outside the radius, and while some of that is guarded the reserve waits, over
+        capacity, rather than evict a chunk it is responsible for.
+        """
         excess = self.excess()
         if not excess:
             return 0
         self.update_radius(depth)
-        wanted = min(excess, limit)
+        counts = self.counts()
+        inside = max(0, sum(counts[self.radius :]) - self.capacity)
         victims: list[bytes] = []
-        for bin in range(BINS):  # outside the radius are the lowest bins: farthest first
-            self._collect(bin, victims, wanted)
+        wanted = min(excess, limit)
+        for bin in range(self.radius):  # the lowest bins are the farthest
             if len(victims) >= wanted:
                 break
+            self._collect(bin, victims, wanted)
+        wanted = len(victims) + min(inside, limit - len(victims))
+        for bin in range(self.radius, BINS):
+            if len(victims) >= wanted:
+                break
+            self._collect(bin, victims, wanted)
         evicted = self._store.evict(victims)
         self.evicted += evicted
         return evicted

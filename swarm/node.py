@@ -165,7 +165,7 @@ class Node:
     def _build_reserve(self) -> None:
         """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
         config = self.config
-        self.offer_leases = OfferLeases(ttl=config.puller.batch_timeout)
+        self.offer_leases = OfferLeases()
         self.reserve.add_guard(self.offer_leases)
         self.reserve_worker = ReserveWorker(
             self.reserve,

@@ -20,7 +20,9 @@ from localstore import Chunk
 
 __all__ = ["LeasedStore", "OfferLeases"]
 
-DEFAULT_TTL = 60.0
+DEFAULT_TTL = 15.0
+"""Seconds an offer keeps its chunks from eviction: a downstream answers within a moment, and the
+chunks it did not want are evictable again soon (until then the reserve may be over capacity)."""
 
 
 class OfferLeases:
