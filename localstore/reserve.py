@@ -114,7 +114,7 @@ class Reserve:
         self._skipped = [0] * BINS  # per bin: the lowest protected bin ID it passed (0: none)
         self._protected_key: tuple[int, ...] | None = None
         self._protected: list[int] = [0] * BINS
-        self._warned = False
+        self._warned: int | None = None  # the depth last warned about
 
     # -- accounting -----------------------------------------------------------------------------
 
@@ -180,14 +180,14 @@ class Reserve:
         radius = max(self.radius, needed)
         if depth is not None:
             radius = min(radius, depth)
-            if needed > depth and not self._warned:
+            if needed > depth and self._warned != depth:
+                self._warned = depth  # once per depth: eviction runs in many rounds
                 log.warning(
                     "the reserve (capacity %d chunks) does not fit the chunks of this node's "
                     "neighbourhood (depth %d): evicting within it, farthest bins first",
                     self.capacity,
                     depth,
                 )
-            self._warned = needed > depth
         self._set_radius(radius)
         return radius
 

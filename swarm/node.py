@@ -61,6 +61,9 @@ from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
 
+DEPTH_SETTLE = 10.0
+"""Seconds the depth must hold before the storage radius is capped by it (see _known_depth)."""
+
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
 
@@ -165,6 +168,7 @@ class Node:
     def _build_reserve(self) -> None:
         """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
         config = self.config
+        self._depth_since: tuple[int, float] | None = None  # the depth and since when it holds
         self.offer_leases = OfferLeases()
         self.reserve.add_guard(self.offer_leases)
         self.reserve_worker = ReserveWorker(
@@ -211,10 +215,17 @@ class Node:
         self.reserve_worker.wake()
 
     def _known_depth(self) -> int | None:
-        """The depth once this node has a neighbourhood (enough connected peers), else None."""
+        """The depth, once this node has a neighbourhood (enough connected peers) and its depth
+        has held for DEPTH_SETTLE seconds; else None. The reserve caps the radius by it: a depth
+        seen while peers are still connecting would make it evict chunks it is about to be rid of
+        anyway, which syncing would then bring back."""
         if self.table.connected_count() < self.config.neighbourhood_size:
+            self._depth_since = None
             return None
-        return self.table.depth()
+        depth, now = self.table.depth(), trio.current_time()
+        if self._depth_since is None or self._depth_since[0] != depth:
+            self._depth_since = (depth, now)
+        return depth if now - self._depth_since[1] >= DEPTH_SETTLE else None
 
     def _responsible(self, address: bytes) -> bool:
         """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""

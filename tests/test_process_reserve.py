@@ -130,7 +130,13 @@ def test_eight_small_nodes_take_an_upload_three_times_a_capacity(tmp_path: Path)
             assert tag["synced"] == tag["split"] == len(chunks)
         assert checked > 0, "some chunks waited for their receipts"
 
-        poll(lambda: settled(nodes), timeout=TIMEOUT, interval=1.0)
+        try:
+            poll(lambda: settled(nodes), timeout=TIMEOUT, interval=1.0)
+        except TimeoutError:
+            states = [
+                (d["chunks"], d["fully_synced"], d["depth"], d["reserve"]) for d in map(sync_doc, nodes)
+            ]
+            raise AssertionError(f"not settled: {states}") from None
         before = snapshot(nodes)
         time.sleep(3)
         assert snapshot(nodes) == before, "counts are stable once syncing is done"
