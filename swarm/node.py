@@ -61,8 +61,9 @@ from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
 
-DEPTH_SETTLE = 10.0
-"""Seconds the depth must hold before the storage radius is capped by it (see _known_depth)."""
+DEPTH_SETTLE = 60.0
+"""Seconds the depth must hold before the storage radius is capped by it (see _known_depth): a
+neighbour that restarts, or peers still connecting, must not make the reserve churn."""
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
