@@ -50,17 +50,28 @@ def sync_status_all(args: argparse.Namespace) -> int:
                 note = str(exc)
         if doc is None:
             down.append(index)
-            rows.append([index, "", None, None, None, "down"])
+            rows.append([index, "", None, None, None, None, None, "down"])
             docs.append({"node": index, "error": note})
             continue
         docs.append({"node": index, **doc})
+        reserve = doc.get("reserve", {})
         rows.append(
-            [index, doc["overlay"][:16], doc["depth"], len(doc["peers"]), doc["chunks"], doc["fully_synced"]]
+            [
+                index,
+                doc["overlay"][:16],
+                doc["depth"],
+                len(doc["peers"]),
+                doc["chunks"],
+                reserve.get("radius"),
+                reserve.get("evicted"),
+                doc["fully_synced"],
+            ]
         )
     if args.json:
         print_json(docs)
     else:
-        print(table(["node", "overlay", "depth", "peers", "chunks", "fully synced"], rows))
+        headers = ["node", "overlay", "depth", "peers", "chunks", "radius", "evicted", "fully synced"]
+        print(table(headers, rows))
     if down:
         sys.stdout.flush()
         which = "every node is" if len(down) == len(rows) else f"{len(down)} of {len(rows)} nodes are"
