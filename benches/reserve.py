@@ -7,11 +7,11 @@ down to the capacity; ``put_at_capacity_chunks_per_s`` stores as many new chunks
 after each batch of 128 as the node does, against ``put_chunks_per_s`` into a store with room:
 ``at_capacity_ratio`` is what evicting costs the ingest.
 
-``--part sync`` (two `swarm node` processes): A holds ``--chunks`` chunks, B pulls them all, once
-with room and once with ``--capacity`` of half of them (neighbourhood size 1, so B's depth, and
-with it its radius, is 0: it wants every chunk and evicts the farthest as it goes).
-``sync_ratio_at_capacity`` = B's pull rate at capacity / with room (both in chunks delivered by
-pull syncing per second, from the first chunk to fully synced).
+``--part sync`` (two `swarm node` processes): A holds ``--chunks`` chunks; B pulls from A once
+with room (it takes them all) and once with ``--capacity`` of a quarter of them: its reserve fills,
+its radius rises (B has no neighbourhood yet, so nothing caps it), it evicts what fell outside
+and wants only what lies within. ``sync_ratio_at_capacity`` = B's pull rate at capacity / with
+room, both in chunks delivered by pull syncing per second from the first to the last.
 
 ``--part push`` (processes): ``--mib`` MiB uploaded with ``POST /bytes`` to a lone node (every
 chunk its own receipt: storing locally), and to node 0 of six nodes (one under each 3-bit
@@ -77,38 +77,39 @@ def bench_evict(count: int, workdir: Path) -> dict[str, Any]:
     }
 
 
-def pull_rate(workdir: Path, upstream: NodeProcess, extra: list[str], count: int) -> tuple[float, int]:
-    """B pulls from ``upstream`` until fully synced: chunks delivered per second, and evictions."""
-    node = NodeProcess(workdir, peers=[upstream.p2p], extra=[*PLAIN, "--neighbourhood-size", "1", *extra])
-    with node:
-        node.start()
-        first: float | None = None
+def pull_rate(workdir: Path, upstream: NodeProcess, extra: list[str]) -> tuple[float, int, int]:
+    """B pulls from ``upstream`` until fully synced and quiet for a second: chunks delivered by
+    pull syncing per second (first delivery to the last), how many, and B's evictions."""
+    node = NodeProcess(workdir, peers=[upstream.p2p], extra=[*PLAIN, *extra])
+    with node:  # the context starts it
+        trace: list[tuple[float, int]] = []
 
         def done() -> bool:
-            nonlocal first
             doc = node.get("/sync").json()
             delivered = peer_stats(doc, upstream.overlay).get("delivered", 0)
-            if first is None and delivered:
-                first = time.monotonic()
-            return delivered >= count and bool(doc["fully_synced"]) and bool(doc["peers"])
+            now = time.monotonic()
+            if not trace or delivered != trace[-1][1]:
+                trace.append((now, delivered))
+            quiet = now - trace[-1][0] >= 1.0
+            return bool(delivered and doc["fully_synced"] and doc["peers"] and quiet)
 
-        poll(done, timeout=600, interval=0.05)
-        assert first is not None
-        elapsed = time.monotonic() - first
-        doc = node.get("/sync").json()
-        return count / elapsed, doc["reserve"]["evicted"]
+        poll(done, timeout=900, interval=0.05)
+        first = next(t for t, n in trace if n)
+        last, delivered = trace[-1]
+        evicted = node.get("/sync").json()["reserve"]["evicted"]
+        return delivered / (last - first), delivered, evicted
 
 
 def bench_sync(count: int, workdir: Path) -> dict[str, Any]:
     chunks = make_chunks(count, seed=32)
     preload(workdir / "a", chunks)
     with NodeProcess(workdir / "a", extra=PLAIN) as a:
-        a.start()
-        room, _ = pull_rate(workdir / "b-room", a, [], count)
-        full, evicted = pull_rate(workdir / "b-full", a, ["--capacity", str(count // 2)], count)
+        room, _, _ = pull_rate(workdir / "b-room", a, [])
+        full, delivered, evicted = pull_rate(workdir / "b-full", a, ["--capacity", str(count // 4)])
     return {
         "sync_chunks": count,
         "sync_chunks_per_s_room": round(room),
+        "sync_delivered_at_capacity": delivered,
         "sync_chunks_per_s_at_capacity": round(full),
         "sync_evicted": evicted,
         "sync_ratio_at_capacity": round(full / room, 3),
@@ -128,7 +129,6 @@ def upload(node: NodeProcess, data: bytes) -> tuple[float, dict[str, Any]]:
 def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
     data = random.Random(33).randbytes(mib << 20)
     with NodeProcess(workdir / "lone", extra=PLAIN) as lone:
-        lone.start()
         local_s, doc = upload(lone, data)
     identities = [identity for i, identity in enumerate(spread_identities(3)) if i not in (3, 6)]
     nodes: list[NodeProcess] = []
