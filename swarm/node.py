@@ -158,7 +158,7 @@ class Node:
             underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
             get_chunk=self.retrieval.get,
             has_chunk=self.store.has,
-            store_chunks=partial(self.intake.store_many, verified=True),
+            store_chunks=lambda chunks: self.uploads.store_and_push(chunks, verified=True),
             statistics=self.statistics,
         )
         self.repair = Repair(
@@ -204,6 +204,7 @@ class Node:
             self.pusher,
             self.pins,
             store_chunks=partial(self.intake.store_many, verified=True),
+            store_checked=self.intake.store_many,
             get_chunk=self.retrieval.get,
             protected_changed=self.reserve_worker.wake,
             receipt_timeout=config.receipt_timeout,
@@ -404,8 +405,9 @@ class Node:
         return await self.sessions.connect(host, port)
 
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int:
-        """Store chunks through the intake (uploads: ``verified=True``); returns how many were new."""
-        return self.intake.store_many(chunks, verified=verified)
+        """Store uploaded chunks through the intake (``verified=True``: their addresses were just
+        computed) and push them to their neighbourhoods in the background; returns how many were new."""
+        return self.uploads.store_and_push(chunks, verified=verified)
 
     def statistics(self) -> NodeStatistics:
         """One immutable snapshot of everything the node reports."""

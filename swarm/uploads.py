@@ -48,7 +48,8 @@ class Uploads:
         pusher: Pusher,
         pins: Pins,
         *,
-        store_chunks: Callable[[list[Chunk]], object],
+        store_chunks: Callable[[list[Chunk]], int],
+        store_checked: Callable[[list[Chunk]], int] | None = None,
         get_chunk: Callable[[bytes], Awaitable[Chunk]],
         protected_changed: Callable[[], None] = lambda: None,
         receipt_timeout: float = RECEIPT_TIMEOUT,
@@ -56,6 +57,7 @@ class Uploads:
         self.pusher = pusher
         self.pins = pins
         self._store_chunks = store_chunks
+        self._store_checked = store_checked
         self._get_chunk = get_chunk
         self._protected_changed = protected_changed
         self.receipt_timeout = receipt_timeout
@@ -64,6 +66,21 @@ class Uploads:
         """A new upload, under an existing tag (``Swarm-Tag``) or a new one."""
         tag = (self.pusher.tag(uid) if uid is not None else None) or self.pusher.new_tag()
         return UploadSession(tag, self._store)
+
+    def store_and_push(self, chunks: list[Chunk], *, verified: bool) -> int:
+        """Chunks uploaded one by one (``POST /chunks``, Bee's SOC and feed routes): stored, and
+        pushed like a file's, without waiting; returns how many were new."""
+        tag = self.pusher.new_tag()
+        new = self._store_chunks_checked(chunks, verified)
+        addresses = [chunk.address for chunk in chunks]
+        self.pusher.add(tag, addresses)
+        self.pusher.finish(tag, addresses[0] if addresses else bytes(32), addresses)
+        return new
+
+    def _store_chunks_checked(self, chunks: list[Chunk], verified: bool) -> int:
+        if verified or self._store_checked is None:
+            return self._store_chunks(chunks)
+        return self._store_checked(chunks)
 
     def _store(self, tag: Tag, chunks: list[Chunk]) -> None:
         self._store_chunks(chunks)
