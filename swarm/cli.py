@@ -30,7 +30,7 @@ from swarm.cli_common import (
     positive_seconds,
     worker_count,
 )
-from swarm.cli_reserve import add_capacity_option, add_upload_options
+from swarm.cli_reserve import add_capacity_option, add_upload_options, neighbourhood_size
 from swarm.localswarm import LocalSwarmError
 from syncer.verifier import default_workers
 
@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_capacity_option(p)  # issue 17: the reserve
     p.add_argument(
         "--neighbourhood-size",
-        type=int,
+        type=neighbourhood_size,
         default=3,
         metavar="N",
         help="peers at or beyond the depth a node wants; the depth caps the storage radius (default 3)",

@@ -16,7 +16,14 @@ from typing import Any
 from localstore.capacity import DEFAULT_CAPACITY, parse_capacity
 from swarm.cli_common import CliError, add_target_options, print_json, response_message, target_api
 
-__all__ = ["ReceiptWatch", "add_capacity_option", "add_upload_options", "register", "upload_headers"]
+__all__ = [
+    "ReceiptWatch",
+    "add_capacity_option",
+    "add_upload_options",
+    "neighbourhood_size",
+    "register",
+    "upload_headers",
+]
 
 
 def capacity(text: str) -> int:
@@ -24,6 +31,12 @@ def capacity(text: str) -> int:
         return parse_capacity(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def neighbourhood_size(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"expected a number of peers, 1..64, got {text!r}")
+    return int(text)
 
 
 def add_capacity_option(p: argparse.ArgumentParser) -> None:
