@@ -1,0 +1,486 @@
+"""Live propagation at a node: the trio shell around the relay, interest, followers and advisories.
+
+The node hands it narrow functions (retrieve a chunk, look one up locally, store and cache
+chunks, persist the publisher's frame) and tells it about peers and their live messages:
+
+- `on_message` (from the peer's dispatch, never blocks): a peer's interest, or a pushed feed
+  update or topic message, judged by `Relay` (new, repeat, not subscribed, invalid); a new one is
+  delivered to local followers and queued for every other peer that wants it (`PeerLink`).
+- `follow` / `subscribe`: a local consumer (`swarm feed follow`, `swarm topic subscribe`, the
+  HTTP streams) of a feed or topic, announced to peers as interest while it lasts.
+- `publish_feed_update` / `publish_topic`: messages published at this node.
+
+Every loss found is counted in the `LossTable` and reported through `AdvisoryThrottle` to the
+local consumers and the log (the first at once, then at most one a second).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from localstore.chunk import Chunk
+from localstore.ethkey import Secp256k1Key
+from streamer.messages import FeedPush, LiveInterest, TopicPush
+from swarm.live.advisory import Advisory, AdvisoryThrottle
+from swarm.live.detector import DEFAULT_MAX_GAPS
+from swarm.live.events import AdvisoryEvent, LiveEvent, LossNotice, TopicMessage
+from swarm.live.feed_order import MODES
+from swarm.live.follower import FeedFollower, FollowerConfig
+from swarm.live.interest import InterestTable
+from swarm.live.links import DEFAULT_LINK_CAPACITY, LivePeer, PeerLink
+from swarm.live.loss import LOCAL, LossRow, LossTable
+from swarm.live.messages import InvalidLiveMessage, Stream, make_topic_push
+from swarm.live.receiver import TopicReceiver
+from swarm.live.relay import DEFAULT_SKEW, Judgement, Outcome, Relay, detector_bytes
+from swarm.live.seqno import PublisherSequence, Status
+from swarm.live.window import MIB, GenerationWindow, WindowStatistics
+from swarm.logbudget import LogBudget
+from swarm.retrieval import ChunkUnavailable
+
+__all__ = ["Equivocation", "LiveConfig", "LiveService", "LiveStatistics", "Published", "TopicSubscription"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    follower: FollowerConfig = field(default_factory=FollowerConfig)
+    window_bytes: int = 8 * MIB  # raims' window size (the newest generation's)
+    window_count: int = 40_000  # raims' sub_window_count
+    window_min: float = 10.0  # raims' minimum window time
+    window_max: float = 60.0
+    max_gaps: int = DEFAULT_MAX_GAPS
+    skew: float = DEFAULT_SKEW
+    link_capacity: int = DEFAULT_LINK_CAPACITY
+    subscriber_backlog: int = 256
+    advisory_interval: float = 1.0
+    tick: float = 0.25
+
+    def window(self, entry_bytes: Callable[[Any], int], now: float) -> GenerationWindow[Any, Any]:
+        return GenerationWindow(
+            generations=3,
+            max_bytes=self.window_bytes,
+            max_count=self.window_count,
+            min_interval=self.window_min,
+            max_interval=self.window_max,
+            entry_bytes=entry_bytes,
+            now=now,
+        )
+
+
+class Equivocation(Exception):
+    """A different update is already known at this index of the feed."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """What publishing at this node did: ``outcome`` "new" (pushed to ``pushed`` peers) or
+    "repeat" (already published: nothing sent), and the topic message's numbers."""
+
+    outcome: str
+    pushed: int
+    seq: int | None = None
+    chain: int | None = None
+
+
+@dataclass(frozen=True)
+class LiveStatistics:
+    loss: tuple[LossRow, ...]
+    received: int  # messages pushed to this node (and published here), repeats included
+    accepted: int  # of which new
+    bytes_received: int
+    bytes_accepted: int
+    forwarded: int  # messages queued to peers
+    dropped: int  # messages not queued: the peer's queue was full
+    published: int
+    followers: int
+    subscribers: int
+    advisories: int
+    detectors: WindowStatistics
+    receivers: WindowStatistics
+    interest: dict[str, int]
+
+
+class TopicSubscription:
+    """One local consumer of a topic: its messages in a bounded channel; what a slow consumer
+    missed is told as a loss notice before the next message."""
+
+    def __init__(self, stream: Stream, backlog: int, on_drop: Callable[[Stream], None]) -> None:
+        self.stream = stream
+        self._in, self._out = trio.open_memory_channel[LiveEvent](backlog)
+        self._on_drop = on_drop
+        self.dropped = 0
+        self._unreported = 0
+
+    def deliver(self, event: LiveEvent) -> None:
+        try:
+            self._in.send_nowait(event)
+        except trio.WouldBlock:
+            if not isinstance(event, AdvisoryEvent):
+                self.dropped += 1
+                self._unreported += 1
+                self._on_drop(self.stream)
+        except trio.ClosedResourceError:
+            pass
+
+    def advise(self, advisory: Advisory) -> None:
+        self.deliver(AdvisoryEvent(advisory))
+
+    def close(self) -> None:
+        self._in.close()
+
+    async def events(self) -> AsyncIterator[LiveEvent]:
+        async for event in self._out:
+            if self._unreported:
+                lost, self._unreported = self._unreported, 0
+                yield LossNotice(
+                    self.stream.name, lost, None, None, "dropped: the subscriber read too slowly"
+                )
+            yield event
+
+
+class LiveService:
+    """Live propagation at one node."""
+
+    def __init__(
+        self,
+        *,
+        key: Secp256k1Key,
+        retrieve: Callable[[bytes], Awaitable[Chunk]],
+        lookup: Callable[[bytes], bytes | None],
+        store: Callable[[list[Chunk]], object],
+        remember: Callable[[Chunk], None],
+        load_frame: Callable[[], int],
+        save_frame: Callable[[int], None],
+        config: LiveConfig = LiveConfig(),
+        wall: Callable[[], float] = time.time,
+        wall_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.key = key
+        self.config = config
+        self._retrieve = retrieve
+        self._store = store
+        self._remember = remember
+        self._save_frame = save_frame
+        self._wall = wall
+        self._wall_ns = wall_ns
+        now = wall()
+        self.interest = InterestTable()
+        self.loss = LossTable()
+        self.relay = Relay(
+            self.interest,
+            self.loss,
+            window=config.window(detector_bytes, now),
+            lookup=lookup,
+            max_gaps=config.max_gaps,
+            skew=config.skew,
+        )
+        self.receiver = TopicReceiver(window=config.window(lambda state: 208, now), skew=config.skew)
+        self._saved_frame = load_frame()
+        self.publisher = PublisherSequence(min_frame=self._saved_frame + 1)
+        self.advisories = AdvisoryThrottle(config.advisory_interval)
+        self._links: dict[bytes, PeerLink] = {}
+        self._followers: dict[Stream, set[FeedFollower]] = {}
+        self._scopes: dict[FeedFollower, trio.CancelScope] = {}
+        self._subscribers: dict[Stream, set[TopicSubscription]] = {}
+        self._nursery: trio.Nursery | None = None
+        self._invalid_logged = LogBudget()
+        self.forwarded = 0
+        self.dropped = 0
+        self.published = 0
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the followers and the timers (window rotation, advisories) until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            while True:
+                await trio.sleep(self.config.tick)
+                self._tick()
+
+    def _tick(self) -> None:
+        now = self._wall()
+        self.relay.rotate(now)
+        self.receiver.states.rotate_if_due(now)
+        advisory = self.advisories.flush(now)
+        if advisory is not None:
+            self._advise(advisory)
+        gaps = sum(f.open_gaps for followers in self._followers.values() for f in followers)
+        self.loss.set(LOCAL, "gaps_open", gaps, now)
+
+    # -- peers ---------------------------------------------------------------------------------
+
+    def peer_connected(self, peer: LivePeer) -> None:
+        self.interest.add_peer(peer.overlay)
+        link = self._links[peer.overlay] = PeerLink(peer, self.interest, self.config.link_capacity)
+        peer.conn.start_soon(link.run)
+        link.interest_changed()
+
+    def peer_disconnected(self, peer: LivePeer) -> None:
+        if self._links.get(peer.overlay) is not None and self._links[peer.overlay].peer is peer:
+            del self._links[peer.overlay]
+            self.interest.remove_peer(peer.overlay)
+            self._interest_changed()
+
+    def _interest_changed(self) -> None:
+        for link in self._links.values():
+            if self.interest.pending(link.overlay):
+                link.interest_changed()
+
+    def on_message(self, peer: LivePeer, msg: LiveInterest | FeedPush | TopicPush) -> None:
+        """A live message from a peer; never blocks, never raises for what the peer sent."""
+        if isinstance(msg, LiveInterest):
+            self.interest.announced(peer.overlay, msg.entries)
+            self._interest_changed()
+        else:
+            self._receive(msg, peer.overlay)
+
+    # -- the relay path ------------------------------------------------------------------------
+
+    def _receive(self, msg: FeedPush | TopicPush, peer: bytes | None) -> tuple[Judgement, int]:
+        now = self._wall()
+        source = peer.hex() if peer is not None else LOCAL
+        judgement = self.relay.judge(msg, peer, source, now)
+        if judgement.outcome in (Outcome.INVALID, Outcome.EQUIVOCATION) and self._invalid_logged.allow():
+            log.warning(
+                "dropped a live message from %s: %s%s",
+                source[:12],
+                judgement.reason,
+                self._invalid_logged.note(),
+            )
+        if judgement.outcome is not Outcome.NEW:
+            return judgement, 0
+        if judgement.update is not None:
+            self._remember(Chunk.from_soc(judgement.update.soc))
+            for follower in self._followers.get(judgement.stream, ()):
+                follower.deliver(judgement.update)
+        elif isinstance(msg, TopicPush):
+            self._deliver_topic(msg, judgement.stream, source, now)
+        return judgement, self._forward(msg, judgement.stream, peer)
+
+    def _forward(self, msg: FeedPush | TopicPush, stream: Stream, peer: bytes | None) -> int:
+        queued = 0
+        for target in self.interest.targets(stream, peer):
+            link = self._links.get(target)
+            if link is not None and link.push(msg):
+                queued += 1
+            else:
+                self.dropped += 1
+        self.forwarded += queued
+        return queued
+
+    def _deliver_topic(self, msg: TopicPush, stream: Stream, source: str, now: float) -> None:
+        subscribers = self._subscribers.get(stream)
+        if not subscribers:
+            return
+        verdict = self.receiver.classify(msg, now)
+        status = verdict.status
+        if status is Status.REPEAT:
+            self.loss.add(source, "repeat", now)
+            return
+        publisher = f"{stream.name} from {msg.owner.hex()[:8]}"
+        if status is Status.SKIP:
+            self.loss.add(source, "msg_loss", now, verdict.lost)
+            ranges = (verdict.missing,) if verdict.missing is not None else ()
+            self._record(publisher, now, lost=verdict.lost, ranges=ranges)
+        elif status is Status.LOSS_UNKNOWN:
+            self.loss.add(source, "msg_loss", now)
+            self._record(publisher, now, unknown=1)
+        elif status is Status.CYCLE:
+            self.loss.add(source, "restarts", now)
+            self._record(publisher, now, restart=True)
+        event = TopicMessage(msg, verdict, now)
+        for subscriber in subscribers:
+            subscriber.deliver(event)
+
+    # -- loss and advisories -------------------------------------------------------------------
+
+    def _record(
+        self,
+        stream: str,
+        now: float,
+        *,
+        lost: int = 0,
+        ranges: tuple[tuple[int, int], ...] = (),
+        unknown: int = 0,
+        restart: bool = False,
+    ) -> None:
+        advisory = self.advisories.record(
+            stream, now, lost=lost, ranges=ranges, unknown=unknown, restart=restart
+        )
+        if advisory is not None:
+            self._advise(advisory)
+
+    def _advise(self, advisory: Advisory) -> None:
+        names = ", ".join(
+            f"{s.stream}: {s.lost} lost" + (f", {s.restarts} restarts" if s.restarts else "")
+            for s in advisory.streams
+        )
+        log.warning(
+            "live loss advisory (%s): %d lost, %d restarts in %d streams: %s",
+            advisory.description,
+            advisory.lost,
+            advisory.restarts,
+            advisory.stream_count,
+            names,
+        )
+        for followers in self._followers.values():
+            for follower in followers:
+                follower.advise(advisory)
+        for subscribers in self._subscribers.values():
+            for subscriber in subscribers:
+                subscriber.advise(advisory)
+
+    # FollowerHooks: what followers report
+
+    def gap_filled(self, stream: Stream) -> None:
+        self.loss.add(LOCAL, "gaps_filled", self._wall())
+
+    def fetch_failed(self, stream: Stream) -> None:
+        self.loss.add(LOCAL, "inbox_loss", self._wall())
+
+    def fetched_invalid(self, stream: Stream, reason: str) -> None:
+        self.loss.add(LOCAL, "invalid", self._wall())
+        log.warning("%s: a retrieved update is not valid: %s", stream.name, reason)
+
+    def lost(self, stream: Stream, start: int, end: int) -> None:
+        now = self._wall()
+        self.loss.add(LOCAL, "msg_loss", now, end - start + 1)
+        self._record(stream.name, now, lost=end - start + 1, ranges=((start, end),))
+
+    def _dropped_for_slow_consumer(self, stream: Stream) -> None:
+        now = self._wall()
+        self.loss.add(LOCAL, "msg_loss", now)
+        self._record(stream.name, now, lost=1)
+
+    # -- local consumers -----------------------------------------------------------------------
+
+    async def _fetch(self, address: bytes) -> bytes | None:
+        try:
+            return (await self._retrieve(address)).data
+        except ChunkUnavailable:
+            return None
+
+    @asynccontextmanager
+    async def follow(
+        self, owner: bytes, topic: bytes, *, start: int | None = None, mode: str = "light"
+    ) -> AsyncIterator[FeedFollower]:
+        """A follower of the feed ``(owner, topic)`` for as long as the context lasts (read its
+        ``events``). Safe to use inside an async generator: the follower runs in the service."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if self._nursery is None:
+            raise RuntimeError("the live service is not running")
+        stream = Stream.feed(owner, topic)
+        follower = FeedFollower(
+            stream,
+            start=start,
+            mode=mode,
+            fetch=self._fetch,
+            hooks=self,
+            config=self.config.follower,
+            wall=self._wall,
+        )
+        scope = trio.CancelScope()
+        self._followers.setdefault(stream, set()).add(follower)
+        self._scopes[follower] = scope
+        self.interest.follow(stream)
+        self._interest_changed()
+        try:
+            await self._nursery.start(self._run_follower, follower, scope)
+            yield follower
+        finally:
+            scope.cancel()
+            self._scopes.pop(follower, None)
+            self._followers[stream].discard(follower)
+            if not self._followers[stream]:
+                del self._followers[stream]
+            self.interest.unfollow(stream)
+            self._interest_changed()
+
+    async def _run_follower(
+        self, follower: FeedFollower, scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        with scope:
+            try:
+                await follower.run(task_status=task_status)
+            except Exception:  # a bug in one follower must not take the node down
+                log.exception("%s: the follower failed", follower.stream.name)
+            finally:
+                follower.close()
+
+    @asynccontextmanager
+    async def subscribe(self, topic: bytes) -> AsyncIterator[TopicSubscription]:
+        """A subscription to ``topic`` (every publisher) for as long as the context lasts."""
+        stream = Stream.topic_of(topic)
+        subscription = TopicSubscription(
+            stream, self.config.subscriber_backlog, self._dropped_for_slow_consumer
+        )
+        self._subscribers.setdefault(stream, set()).add(subscription)
+        self.interest.follow(stream)
+        self._interest_changed()
+        try:
+            yield subscription
+        finally:
+            subscription.close()
+            self._subscribers[stream].discard(subscription)
+            if not self._subscribers[stream]:
+                del self._subscribers[stream]
+            self.interest.unfollow(stream)
+            self._interest_changed()
+
+    # -- publishing ----------------------------------------------------------------------------
+
+    def publish_feed_update(self, owner: bytes, topic: bytes, index: int, data: bytes) -> Published:
+        """Store update ``index`` of ``(owner, topic)`` (its SOC data, signed by the owner) and push
+        it to the peers that want it. InvalidLiveMessage if it is not a valid update,
+        Equivocation if another update is known at that index."""
+        judgement, pushed = self._receive(FeedPush(owner, topic, index, data), None)
+        if judgement.outcome is Outcome.INVALID:
+            raise InvalidLiveMessage(judgement.reason)
+        if judgement.outcome is Outcome.EQUIVOCATION:
+            raise Equivocation(judgement.reason)
+        if judgement.update is not None:
+            self._store([Chunk.from_soc(judgement.update.soc)])
+            self.published += 1
+        return Published(judgement.outcome.value, pushed)
+
+    def publish_topic(self, topic: bytes, payload: bytes) -> Published:
+        """Sign ``payload`` on ``topic`` with this node's publisher key, number it and push it."""
+        now_ns = self._wall_ns()
+        seq, chain = self.publisher.next(topic, now_ns)
+        if self.publisher.highest_frame > self._saved_frame:
+            self._saved_frame = self.publisher.highest_frame
+            self._save_frame(self._saved_frame)
+        msg = make_topic_push(self.key, topic, seq, chain, now_ns, payload)
+        judgement, pushed = self._receive(msg, None)
+        self.published += 1
+        return Published(judgement.outcome.value, pushed, seq, chain)
+
+    # -- reporting -----------------------------------------------------------------------------
+
+    def statistics(self) -> LiveStatistics:
+        relay = self.relay
+        return LiveStatistics(
+            loss=self.loss.rows(),
+            received=relay.received,
+            accepted=relay.accepted,
+            bytes_received=relay.bytes_received,
+            bytes_accepted=relay.bytes_accepted,
+            forwarded=self.forwarded,
+            dropped=self.dropped,
+            published=self.published,
+            followers=sum(len(f) for f in self._followers.values()),
+            subscribers=sum(len(s) for s in self._subscribers.values()),
+            advisories=self.advisories.sent,
+            detectors=relay.detectors.statistics(),
+            receivers=self.receiver.states.statistics(),
+            interest=self.interest.statistics(),
+        )
