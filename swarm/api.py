@@ -23,6 +23,8 @@ from localstore import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk, bmt_address
 from swarm import __version__
 from swarm.chunker import CorruptTree, file_size
 from swarm.files import Fetch, Upload, read_file, stream_file
+from swarm.live.service import LiveService
+from swarm.live_api import live_routes
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
@@ -53,6 +55,9 @@ class Node(Protocol):
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
 
     def statistics(self) -> NodeStatistics: ...
+
+    @property
+    def live(self) -> LiveService: ...
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +170,7 @@ def build_app(node: Node) -> Starlette:
         Route("/sync", sync, methods=["GET"]),
         Route("/topology", topology, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *live_routes(node.live, node.overlay),  # live propagation (swarm/live_api.py)
     ]
     return Starlette(
         routes=routes,

@@ -327,6 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sim_parser(sub)
 
+    from swarm.cli_live import add_live_parsers  # feed, topic, loss (live propagation)
+
+    add_live_parsers(sub)
+
     return parser
 
 

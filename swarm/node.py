@@ -35,6 +35,8 @@ from streamer.identity import NodeIdentity, load_or_create_identity, make_handsh
 from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
 from streamer.requests import RequestTable
 from swarm.gossip import Gossip
+from swarm.live.assembly import build_live_service
+from swarm.live.service import LiveConfig
 from swarm.peer import Peer
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
@@ -86,6 +88,7 @@ class NodeConfig:
     # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
     # 0: verify in the node's own process
     verify_workers: int = 0
+    live: LiveConfig = field(default_factory=LiveConfig)  # live propagation (docs/live.md)
 
 
 class Node:
@@ -151,6 +154,9 @@ class Node:
             timeout=config.retrieve_timeout,
             cache_bytes=config.cache_bytes,
         )
+        self.live = build_live_service(
+            self.data_dir, self.store, self.retrieval, partial(self.store_chunks, verified=True), config.live
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
@@ -179,6 +185,7 @@ class Node:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
+                await nursery.start(self.live.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
@@ -256,6 +263,7 @@ class Node:
             requests=requests,
             on_retrieve_request=self.retrieval.on_request,
             on_peers=self._on_peers,
+            on_live=self.live.on_message,
             retrieve_timeout=timeout,
         )
 
@@ -293,8 +301,10 @@ class Node:
         peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
         if self.config.gossip:
             peer.conn.start_soon(self.gossip.tell, peer)
+        self.live.peer_connected(peer)
 
     def _disconnected(self, peer: Peer) -> None:
+        self.live.peer_disconnected(peer)
         self.table.disconnect(peer.overlay)
         self.gossip.forget(peer.overlay)
         self.puller.set_depth(self.table.depth())
@@ -336,4 +346,5 @@ class Node:
                 "rate_limited": self.gossip.rate_limited,
                 "refused": self.addresses_refused,
             },
+            live=self.live.statistics(),
         )

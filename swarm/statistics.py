@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
+from swarm.live.service import LiveStatistics
 from swarm.retrieval import Retrieval, RetrievalStatistics
 from swarm.sessions import Disconnection, Sessions
 from syncer.puller import Puller, PullerStatistics
@@ -59,6 +60,7 @@ class NodeStatistics:
     table: TableSnapshot
     strategy: str
     saturation: int
+    live: LiveStatistics | None = None  # live propagation: the loss table and its traffic
 
     @property
     def depth(self) -> int:
@@ -77,6 +79,7 @@ def collect_statistics(
     strategy: str,
     saturation: int,
     gossip: dict[str, int],
+    live: LiveStatistics | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -109,4 +112,5 @@ def collect_statistics(
         table=table.snapshot(),
         strategy=strategy,
         saturation=saturation,
+        live=live,
     )

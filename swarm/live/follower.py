@@ -229,21 +229,26 @@ class FeedFollower:
         self._poke()
 
     async def _probe_loop(self) -> None:
-        """Every probe_interval, look for the update after the last one known to exist."""
+        """Every probe_interval, look for updates after the last one known to exist (pushes that
+        never reached this node); what it finds is fetched at once."""
         while True:
             await trio.sleep(self.config.probe_interval)
             assert self.order is not None
-            index = self.order.horizon
-            data = await self._fetch_data(update_address(self.stream.owner, self.stream.topic, index))
-            if data is None:
-                continue
             try:
-                update = parse_update(self.stream.owner, self.stream.topic, index, data)
+                latest = await find_latest(
+                    self._fetch_data,
+                    self.stream.owner,
+                    self.stream.topic,
+                    start=self.order.horizon,
+                    probe_timeout=self.config.lookup_timeout,
+                )
             except InvalidChunk as exc:
                 self._hooks.fetched_invalid(self.stream, str(exc))
                 continue
-            self._known_end = max(self._known_end, index)
-            self._offer(update, "probe")
+            if latest is not None:
+                self._known_end = max(self._known_end, latest.index)
+                self.order.known(latest.index)
+                self._offer(latest, "probe")
 
     # -- to the consumer -----------------------------------------------------------------------
 

@@ -362,7 +362,8 @@ class LiveService:
 
     # -- local consumers -----------------------------------------------------------------------
 
-    async def _fetch(self, address: bytes) -> bytes | None:
+    async def fetch(self, address: bytes) -> bytes | None:
+        """The data of the chunk at ``address`` from the swarm, None if it cannot be had."""
         try:
             return (await self._retrieve(address)).data
         except ChunkUnavailable:
@@ -383,7 +384,7 @@ class LiveService:
             stream,
             start=start,
             mode=mode,
-            fetch=self._fetch,
+            fetch=self.fetch,
             hooks=self,
             config=self.config.follower,
             wall=self._wall,

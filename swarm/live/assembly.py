@@ -1,0 +1,72 @@
+"""Building a node's live service from the node's parts: its publisher key, the frame it last
+started topic streams in (persisted, so a restarted node never reuses sequence numbers), and the
+narrow functions the service needs of the store, the retrieval and its cache."""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from localstore import Chunk, ChunkDamaged, ChunkNotFound
+from localstore.ethkey import Secp256k1Key, load_key_file, save_key_file
+from swarm.live.service import LiveConfig, LiveService
+from swarm.retrieval import Retrieval
+
+__all__ = ["FRAME_KEY", "PUBLISHER_KEY_FILE", "build_live_service", "load_or_create_publisher_key"]
+
+log = logging.getLogger(__name__)
+
+PUBLISHER_KEY_FILE = "publisher.key"
+"""The node's secp256k1 key, signing the topic messages it publishes (an Ethereum-style key file,
+64 hex characters, mode 0600; kept when the store is wiped, like node.key)."""
+FRAME_KEY = b"live/publisher-frame"
+_FRAME = struct.Struct(">Q")
+
+
+class _Store(Protocol):
+    def get(self, address: bytes) -> Chunk: ...
+
+    def get_state(self, key: bytes) -> bytes | None: ...
+
+    def put_state(self, key: bytes, value: bytes) -> None: ...
+
+
+def load_or_create_publisher_key(path: Path) -> Secp256k1Key:
+    """The key in ``path``, created (owner-only) on first use."""
+    if not path.exists():
+        save_key_file(Secp256k1Key.generate(), path)
+        log.info("created the publisher key %s", path)
+    return load_key_file(path)
+
+
+def build_live_service(
+    data_dir: Path,
+    store: _Store,
+    retrieval: Retrieval,
+    store_chunks: Callable[[list[Chunk]], object],
+    config: LiveConfig,
+) -> LiveService:
+    def held(address: bytes) -> bytes | None:
+        try:
+            return store.get(address).data
+        except (ChunkNotFound, ChunkDamaged):
+            cached = retrieval.cache.get(address) if address in retrieval.cache else None
+            return None if cached is None else cached.data
+
+    def load_frame() -> int:
+        raw = store.get_state(FRAME_KEY)
+        return _FRAME.unpack(raw)[0] if raw is not None and len(raw) == _FRAME.size else 0
+
+    return LiveService(
+        key=load_or_create_publisher_key(Path(data_dir) / PUBLISHER_KEY_FILE),
+        retrieve=retrieval.get,
+        lookup=held,
+        store=store_chunks,
+        remember=retrieval.cache.put,
+        load_frame=load_frame,
+        save_frame=lambda frame: store.put_state(FRAME_KEY, _FRAME.pack(frame)),
+        config=config,
+    )
