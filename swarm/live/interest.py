@@ -56,9 +56,12 @@ class InterestTable:
         self._touch(stream, except_peer=None)
 
     def add_peer(self, peer: bytes) -> None:
-        """A peer connected: everything we want is to be announced to it."""
-        self._remote.setdefault(peer, {})
-        self._told.setdefault(peer, {})
+        """A peer connected: everything we want is to be announced to it (a peer that was here
+        already starts afresh: a new connection knows nothing of what the old one was told)."""
+        if peer in self._remote:
+            self.remove_peer(peer)
+        self._remote[peer] = {}
+        self._told[peer] = {}
         self._dirty[peer] = set(self.wanted())
 
     def remove_peer(self, peer: bytes) -> None:

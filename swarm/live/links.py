@@ -62,12 +62,17 @@ class PeerLink:
         self._wake.set()
 
     async def run(self) -> None:
-        """Send until the connection closes (its task is started on the connection)."""
+        """Send until the connection closes (its task is started on the connection).
+
+        The interest table knows peers by overlay, links are per connection: a link whose
+        connection was replaced (a peer that reconnected) must not take the new connection's
+        announcements and send them into the closed one, so it stops as soon as it is closed.
+        """
         conn = self.peer.conn
-        while True:
+        while not conn.closed:
             await self._wake.wait()
             self._wake = trio.Event()
-            while self._interest.pending(self.overlay):
+            while not conn.closed and self._interest.pending(self.overlay):
                 entries = self._interest.announcements(self.overlay)
                 if entries:
                     await conn.send(LiveInterest(tuple(entries)), Priority.LIVE)
