@@ -38,9 +38,11 @@ from swarm.gossip import Gossip
 from swarm.live.assembly import build_live_service
 from swarm.live.service import LiveConfig
 from swarm.peer import Peer
+from swarm.repair import Repair
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
 from swarm.statistics import NodeStatistics, collect_statistics
+from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
 from syncer.puller import Puller, SyncRule
@@ -115,7 +117,10 @@ class Node:
         self.store = LocalStore(self.data_dir / "localstore", self.overlay)
         self.verifier = ChunkVerifier(config.verify_workers)
         self.transfers = Transfers()
-        self.intake = ChunkIntake(self.store, verifier=self.verifier, stored=self.transfers.stored)
+        self.equivocations = EquivocationLog(self.store)
+        self.intake = ChunkIntake(
+            self.store, verifier=self.verifier, stored=self.transfers.stored, evidence=self.equivocations
+        )
         self.puller = Puller(IntervalStore(self.store), rule=self.sync_rule, config=config.puller)
         self.table = PeerTable(
             self.overlay,
@@ -146,6 +151,10 @@ class Node:
             backoff=Backoff(config.redial_min, config.redial_max),
         )
         self.gossip = Gossip(self.identity, config.network_id, self.learn, interval=config.gossip_interval)
+        self.repair = Repair(
+            lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
+        )
+        self.store.on_drop = self.repair.dropped
         self.retrieval = Retrieval(
             self.overlay,
             self.store.get,
@@ -186,6 +195,7 @@ class Node:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.live.run)
+                nursery.start_soon(self.repair.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
@@ -346,5 +356,7 @@ class Node:
                 "rate_limited": self.gossip.rate_limited,
                 "refused": self.addresses_refused,
             },
+            equivocations=self.equivocations.count,
+            repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
             live=self.live.statistics(),
         )
