@@ -164,7 +164,12 @@ class Node:
             cache_bytes=config.cache_bytes,
         )
         self.live = build_live_service(
-            self.data_dir, self.store, self.retrieval, partial(self.store_chunks, verified=True), config.live
+            self.data_dir,
+            self.store,
+            self.retrieval,
+            partial(self.store_chunks, verified=True),
+            config.live,
+            evidence=self.equivocations.record,
         )
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:

@@ -38,14 +38,19 @@ def topic_push(
     return make_topic_push(key(signer), TOPIC, seqno_init(NS) + counter, chain, time, payload)
 
 
-def relay_following(*streams: Stream, lookup: dict[bytes, bytes] | None = None) -> Relay:
+def relay_following(
+    *streams: Stream,
+    lookup: dict[bytes, bytes] | None = None,
+    evidence: list[tuple[bytes, ...]] | None = None,
+) -> Relay:
     interest = InterestTable()
     for peer in (PEER, OTHER):
         interest.add_peer(peer)
     for stream in streams:
         interest.follow(stream)
     held = lookup or {}
-    return Relay(interest, LossTable(), lookup=held.get)
+    kept = evidence if evidence is not None else []
+    return Relay(interest, LossTable(), lookup=held.get, evidence=lambda *pair: kept.append(pair))
 
 
 FEED = Stream.feed(key(0).owner, TOPIC)
@@ -102,10 +107,13 @@ def test_broken_numbering_is_counted_not_raised() -> None:
 
 def test_a_second_different_update_at_one_index_is_an_equivocation() -> None:
     first = feed_push(4, b"the truth")
-    held = {update_address(FEED.owner, TOPIC, 4): first.data}
-    relay = relay_following(FEED, lookup=held)
+    address = update_address(FEED.owner, TOPIC, 4)
+    held = {address: first.data}
+    evidence: list[tuple[bytes, ...]] = []
+    relay = relay_following(FEED, lookup=held, evidence=evidence)
     other = feed_push(4, b"a lie")
     assert outcome(relay, other) is Outcome.EQUIVOCATION  # the store holds the first one
+    assert evidence == [(address, first.data, other.data)]  # the signed pair is kept
     assert outcome(relay, first) is Outcome.NEW
     assert outcome(relay, other, OTHER) is Outcome.EQUIVOCATION  # a repeat that differs
     assert outcome(relay, first, OTHER) is Outcome.REPEAT

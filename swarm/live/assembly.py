@@ -48,13 +48,22 @@ def build_live_service(
     retrieval: Retrieval,
     store_chunks: Callable[[list[Chunk]], object],
     config: LiveConfig,
+    evidence: Callable[[bytes, bytes, bytes], object] = lambda address, first, second: None,
 ) -> LiveService:
+    """The live service of a node: ``evidence`` keeps the two signed chunks of an equivocation
+    (the node's `syncer.evidence.EquivocationLog`)."""
+
     def held(address: bytes) -> bytes | None:
+        """The data at ``address`` here: the cache first (every new update is put there, so a
+        repeat is usually answered from memory), then the store."""
+        if address in retrieval.cache:
+            cached = retrieval.cache.get(address)
+            if cached is not None:
+                return cached.data
         try:
             return store.get(address).data
         except (ChunkNotFound, ChunkDamaged):
-            cached = retrieval.cache.get(address) if address in retrieval.cache else None
-            return None if cached is None else cached.data
+            return None
 
     def load_frame() -> int:
         raw = store.get_state(FRAME_KEY)
@@ -64,6 +73,7 @@ def build_live_service(
         key=load_or_create_publisher_key(Path(data_dir) / PUBLISHER_KEY_FILE),
         retrieve=retrieval.get,
         lookup=held,
+        evidence=evidence,
         store=store_chunks,
         remember=retrieval.cache.put,
         load_frame=load_frame,

@@ -80,6 +80,7 @@ class Relay:
         *,
         window: GenerationWindow[Chain, DuplicateDetector] | None = None,
         lookup: Callable[[bytes], bytes | None] = lambda address: None,
+        evidence: Callable[[bytes, bytes, bytes], object] = lambda address, first, second: None,
         max_gaps: int = DEFAULT_MAX_GAPS,
         skew: float = DEFAULT_SKEW,
     ) -> None:
@@ -87,6 +88,7 @@ class Relay:
         self.loss = loss
         self.detectors = window if window is not None else GenerationWindow(entry_bytes=detector_bytes)
         self._lookup = lookup  # chunk data this node holds at an address (store, then cache)
+        self._evidence = evidence  # keeps an equivocation's two signed chunks
         self.max_gaps = max_gaps
         self.skew = skew
         self.received = 0
@@ -150,9 +152,13 @@ class Relay:
         return Judgement(Outcome.REPEAT, stream)
 
     def _equivocates(self, msg: FeedPush, address: bytes) -> bool:
-        """Does this node hold another valid update at the address, wrapping other content?"""
+        """Does this node hold another valid update at the address, wrapping other content? If so
+        the pair is kept as evidence (the owner signed both)."""
         held = self._lookup(address)
-        return held is not None and held != msg.data and equivocation(address, held, msg.data) is not None
+        if held is None or held == msg.data or equivocation(address, held, msg.data) is None:
+            return False
+        self._evidence(address, held, msg.data)
+        return True
 
     def rotate(self, now: float) -> bool:
         return self.detectors.rotate_if_due(now)

@@ -155,6 +155,7 @@ class LiveService:
         key: Secp256k1Key,
         retrieve: Callable[[bytes], Awaitable[Chunk]],
         lookup: Callable[[bytes], bytes | None],
+        evidence: Callable[[bytes, bytes, bytes], object] = lambda address, first, second: None,
         store: Callable[[list[Chunk]], object],
         remember: Callable[[Chunk], None],
         load_frame: Callable[[], int],
@@ -179,6 +180,7 @@ class LiveService:
             self.loss,
             window=config.window(detector_bytes, now),
             lookup=lookup,
+            evidence=evidence,
             max_gaps=config.max_gaps,
             skew=config.skew,
         )
