@@ -237,3 +237,21 @@ async def test_forged_and_malformed_pushes_drop_only_themselves(tmp_path: Path) 
             assert c.live.loss.count(a.overlay.hex(), "invalid") == 2  # the topic one: not subscribed
             assert c.live.loss.count(a.overlay.hex(), "not_subscribed") == 1
             assert not peer.conn.closed
+
+
+async def test_full_follower_waits_for_a_missing_update_however_long_it_takes(tmp_path: Path) -> None:
+    key = owner_key()
+    with trio.fail_after(40):
+        async with (
+            line(tmp_path, 2) as (a, c),
+            c.live.follow(key.owner, TOPIC, start=0, mode="full") as follower,
+        ):
+            await interest_reached(a, follower.stream)
+            for i in (0, 2):  # 1 is not written yet
+                a.live.publish_feed_update(key.owner, TOPIC, i, update(i))
+            assert (await next_update(follower)).update.index == 0
+            await wait_for(lambda: c.live.loss.count(LOCAL, "inbox_loss") >= 4)  # past light's 3 tries
+            a.live.publish_feed_update(key.owner, TOPIC, 1, update(1))  # written at last
+            shown = [await next_update(follower) for _ in range(2)]
+            assert [e.update.index for e in shown] == [1, 2]
+            assert c.live.loss.count(LOCAL, "msg_loss") == 0
