@@ -319,6 +319,15 @@ def add_live_parsers(sub: Any) -> None:
     """Register ``feed``, ``topic`` and ``loss`` on the ``swarm`` parser's subcommands."""
     feed = sub.add_parser("feed", help="follow or publish a feed's updates live")
     feed_sub = feed.add_subparsers(dest="feed_command", metavar="COMMAND", required=True)
+    _add_follow(feed_sub)
+    _add_feed_publish(feed_sub)
+    topic = sub.add_parser("topic", help="publish or subscribe to ephemeral topic messages")
+    topic_sub = topic.add_subparsers(dest="topic_command", metavar="COMMAND", required=True)
+    _add_topic_commands(topic_sub)
+    _add_loss(sub)
+
+
+def _add_follow(feed_sub: Any) -> None:
     p = feed_sub.add_parser(
         "follow",
         help="print a feed's updates as they arrive, in order, each once",
@@ -350,6 +359,8 @@ def add_live_parsers(sub: Any) -> None:
     add_target_options(p)
     p.set_defaults(func=cmd_feed_follow)
 
+
+def _add_feed_publish(feed_sub: Any) -> None:
     p = feed_sub.add_parser(
         "publish",
         help="sign and publish the next update of your feed",
@@ -369,8 +380,8 @@ def add_live_parsers(sub: Any) -> None:
     add_target_options(p)
     p.set_defaults(func=cmd_feed_publish)
 
-    topic = sub.add_parser("topic", help="publish or subscribe to ephemeral topic messages")
-    topic_sub = topic.add_subparsers(dest="topic_command", metavar="COMMAND", required=True)
+
+def _add_topic_commands(topic_sub: Any) -> None:
     p = topic_sub.add_parser(
         "publish",
         help="publish a message on a topic",
@@ -397,6 +408,8 @@ def add_live_parsers(sub: Any) -> None:
     add_target_options(p)
     p.set_defaults(func=cmd_topic_subscribe)
 
+
+def _add_loss(sub: Any) -> None:
     p = sub.add_parser(
         "loss",
         help="the live loss table: per peer, each counter with its last change",

@@ -25,8 +25,7 @@ A topic in a path is 64 hex characters, or any other text, which is hashed as be
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import trio
 from starlette.requests import Request
@@ -113,20 +112,37 @@ async def _stream(events: AsyncIterator[LiveEvent]) -> AsyncIterator[str]:
         yield ": keep-alive\n\n" if event is None else _sse(event)
 
 
+def _handled(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except _BadRequest as exc:
+            return _error(exc.status, str(exc))
+
+    return run
+
+
 def live_routes(live: LiveService, overlay: bytes) -> list[Route]:
     """The live routes over a node's live service."""
+    api = _LiveRoutes(live, overlay)
+    return [
+        Route("/live/feeds/{owner}/{topic}", _handled(api.follow), methods=["GET"]),
+        Route("/live/feeds/{owner}/{topic}/next", _handled(api.next_index), methods=["GET"]),
+        Route("/live/feeds/{owner}/{topic}/{index}", _handled(api.publish_update), methods=["POST"]),
+        Route("/live/topics/{topic}", _handled(api.subscribe), methods=["GET"]),
+        Route("/live/topics/{topic}", _handled(api.publish_message), methods=["POST"]),
+        Route("/loss", _handled(api.loss), methods=["GET"]),
+    ]
 
-    def handled(handler: Any) -> Any:
-        async def run(request: Request) -> Response:
-            try:
-                response: Response = await handler(request)
-            except _BadRequest as exc:
-                return _error(exc.status, str(exc))
-            return response
 
-        return run
+class _LiveRoutes:
+    """The handlers of the live routes over one node's live service."""
 
-    async def follow(request: Request) -> Response:
+    def __init__(self, live: LiveService, overlay: bytes) -> None:
+        self.live = live
+        self.overlay = overlay
+
+    async def follow(self, request: Request) -> Response:
         owner, topic = _feed(request)
         start = _index(request.query_params.get("from"), "from")
         last = _index(request.headers.get("last-event-id"), "Last-Event-ID")
@@ -137,29 +153,29 @@ def live_routes(live: LiveService, overlay: bytes) -> list[Route]:
             raise _BadRequest(400, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
 
         async def body() -> AsyncIterator[str]:
-            async with live.follow(owner, topic, start=start, mode=mode) as follower:
+            async with self.live.follow(owner, topic, start=start, mode=mode) as follower:
                 async for text in _stream(follower.events):
                     yield text
 
         return StreamingResponse(body(), media_type="text/event-stream", headers=_SSE_HEADERS)
 
-    async def subscribe(request: Request) -> Response:
+    async def subscribe(self, request: Request) -> Response:
         topic = topic_from_text(request.path_params["topic"])
 
         async def body() -> AsyncIterator[str]:
-            async with live.subscribe(topic) as subscription:
+            async with self.live.subscribe(topic) as subscription:
                 async for text in _stream(subscription.events()):
                     yield text
 
         return StreamingResponse(body(), media_type="text/event-stream", headers=_SSE_HEADERS)
 
-    async def publish_update(request: Request) -> Response:
+    async def publish_update(self, request: Request) -> Response:
         owner, topic = _feed(request)
         index = _index(request.path_params["index"], "index")
         assert index is not None
         data = await _body(request, MAX_CHUNK_DATA_SIZE)
         try:
-            published = live.publish_feed_update(owner, topic, index, data)
+            published = self.live.publish_feed_update(owner, topic, index, data)
         except InvalidLiveMessage as exc:
             raise _BadRequest(400, str(exc)) from None
         except Equivocation as exc:
@@ -172,37 +188,26 @@ def live_routes(live: LiveService, overlay: bytes) -> list[Route]:
         }
         return JSONResponse(doc, status_code=201)
 
-    async def next_index(request: Request) -> Response:
+    async def next_index(self, request: Request) -> Response:
         owner, topic = _feed(request)
-
-        latest = await find_latest(
-            live.fetch, owner, topic, probe_timeout=live.config.follower.lookup_timeout
-        )
+        timeout = self.live.config.follower.lookup_timeout
+        latest = await find_latest(self.live.fetch, owner, topic, probe_timeout=timeout)
         index = None if latest is None else latest.index
         return JSONResponse({"latest": index, "next": 0 if index is None else index + 1})
 
-    async def publish_message(request: Request) -> Response:
+    async def publish_message(self, request: Request) -> Response:
         topic = topic_from_text(request.path_params["topic"])
         payload = await _body(request, MAX_TOPIC_PAYLOAD)
-        published = live.publish_topic(topic, payload)
+        published = self.live.publish_topic(topic, payload)
         assert published.seq is not None
         doc = {
             "topic": topic.hex(),
-            "publisher": live.key.owner.hex(),
+            "publisher": self.live.key.owner.hex(),
             "seq": f"{published.seq:#018x}",
             "chain": f"{published.chain:#018x}" if published.chain else None,
             "pushed": published.pushed,
         }
         return JSONResponse(doc, status_code=201)
 
-    async def loss(request: Request) -> Response:
-        return JSONResponse(loss_document(overlay, live.statistics()))
-
-    return [
-        Route("/live/feeds/{owner}/{topic}", handled(follow), methods=["GET"]),
-        Route("/live/feeds/{owner}/{topic}/next", handled(next_index), methods=["GET"]),
-        Route("/live/feeds/{owner}/{topic}/{index}", handled(publish_update), methods=["POST"]),
-        Route("/live/topics/{topic}", handled(subscribe), methods=["GET"]),
-        Route("/live/topics/{topic}", handled(publish_message), methods=["POST"]),
-        Route("/loss", handled(loss), methods=["GET"]),
-    ]
+    async def loss(self, request: Request) -> Response:
+        return JSONResponse(loss_document(self.overlay, self.live.statistics()))
