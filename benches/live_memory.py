@@ -29,12 +29,12 @@ import time
 from typing import Any
 
 from localstore.ethkey import Secp256k1Key
+from swarm.live.config import LiveConfig
 from swarm.live.interest import InterestTable
 from swarm.live.loss import LossTable
 from swarm.live.messages import Stream, make_topic_push
 from swarm.live.relay import Outcome, Relay, detector_bytes
 from swarm.live.seqno import seqno_init
-from swarm.live.service import LiveConfig
 
 TOPIC = b"\x6d" * 32
 PEER = b"\x01" * 32

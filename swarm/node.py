@@ -36,7 +36,7 @@ from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
 from streamer.requests import RequestTable
 from swarm.gossip import Gossip
 from swarm.live.assembly import build_live_service
-from swarm.live.service import LiveConfig
+from swarm.live.config import LiveConfig
 from swarm.peer import Peer
 from swarm.repair import Repair
 from swarm.retrieval import Retrieval

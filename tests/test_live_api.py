@@ -11,8 +11,8 @@ import trio
 
 from localstore.ethkey import Secp256k1Key
 from localstore.feeds import make_update_v2, topic_from_text, update_address
+from swarm.live.config import LiveConfig
 from swarm.live.follower import FollowerConfig
-from swarm.live.service import LiveConfig
 from swarm.testing import node_config, start_node
 
 KEY = Secp256k1Key(b"\x0b" * 32)

@@ -18,12 +18,12 @@ from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
 from localstore.feeds import make_update_v2
 from streamer.messages import FeedPush, TopicPush
+from swarm.live.config import LiveConfig
 from swarm.live.events import AdvisoryEvent, FollowStarted, LiveEvent, LossNotice, TopicMessage, UpdateShown
 from swarm.live.follower import FeedFollower, FollowerConfig
 from swarm.live.loss import LOCAL
 from swarm.live.messages import Stream, make_topic_push
 from swarm.live.seqno import PublisherSequence, Status
-from swarm.live.service import LiveConfig
 from swarm.node import Node
 from swarm.testing import node_config, start_node, wait_for
 

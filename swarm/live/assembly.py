@@ -12,7 +12,8 @@ from typing import Protocol
 
 from localstore import Chunk, ChunkDamaged, ChunkNotFound
 from localstore.ethkey import Secp256k1Key, load_key_file, save_key_file
-from swarm.live.service import LiveConfig, LiveService
+from swarm.live.config import LiveConfig
+from swarm.live.service import LiveService
 from swarm.retrieval import Retrieval
 
 __all__ = ["FRAME_KEY", "PUBLISHER_KEY_FILE", "build_live_service", "load_or_create_publisher_key"]

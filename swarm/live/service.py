@@ -20,59 +20,33 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import trio
 
 from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
 from streamer.messages import FeedPush, LiveInterest, TopicPush
-from swarm.live.advisory import Advisory, AdvisoryThrottle
-from swarm.live.detector import DEFAULT_MAX_GAPS
-from swarm.live.events import AdvisoryEvent, LiveEvent, LossNotice, TopicMessage
+from swarm.live.accounting import AdvisoryListener, LossAccounting
+from swarm.live.config import LiveConfig
+from swarm.live.events import TopicMessage
 from swarm.live.feed_order import MODES
-from swarm.live.follower import FeedFollower, FollowerConfig
+from swarm.live.follower import FeedFollower
 from swarm.live.interest import InterestTable
-from swarm.live.links import DEFAULT_LINK_CAPACITY, LivePeer, PeerLink
-from swarm.live.loss import LOCAL, LossRow, LossTable
+from swarm.live.links import LivePeer, PeerLink
+from swarm.live.loss import LOCAL, LossRow
 from swarm.live.messages import InvalidLiveMessage, Stream, make_topic_push
 from swarm.live.receiver import TopicReceiver
-from swarm.live.relay import DEFAULT_SKEW, Judgement, Outcome, Relay, detector_bytes
-from swarm.live.seqno import PublisherSequence, Status
-from swarm.live.window import MIB, GenerationWindow, WindowStatistics
+from swarm.live.relay import Judgement, Outcome, Relay, detector_bytes
+from swarm.live.seqno import PublisherSequence
+from swarm.live.subscription import TopicSubscription
+from swarm.live.window import WindowStatistics
 from swarm.logbudget import LogBudget
 from swarm.retrieval import ChunkUnavailable
 
-__all__ = ["Equivocation", "LiveConfig", "LiveService", "LiveStatistics", "Published", "TopicSubscription"]
+__all__ = ["Equivocation", "LiveService", "LiveStatistics", "Published"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LiveConfig:
-    follower: FollowerConfig = field(default_factory=FollowerConfig)
-    window_bytes: int = 8 * MIB  # raims' window size (the newest generation's)
-    window_count: int = 40_000  # raims' sub_window_count
-    window_min: float = 10.0  # raims' minimum window time
-    window_max: float = 60.0
-    max_gaps: int = DEFAULT_MAX_GAPS
-    skew: float = DEFAULT_SKEW
-    link_capacity: int = DEFAULT_LINK_CAPACITY
-    subscriber_backlog: int = 256
-    advisory_interval: float = 1.0
-    tick: float = 0.25
-
-    def window(self, entry_bytes: Callable[[Any], int], now: float) -> GenerationWindow[Any, Any]:
-        return GenerationWindow(
-            generations=3,
-            max_bytes=self.window_bytes,
-            max_count=self.window_count,
-            min_interval=self.window_min,
-            max_interval=self.window_max,
-            entry_bytes=entry_bytes,
-            now=now,
-        )
 
 
 class Equivocation(Exception):
@@ -108,44 +82,6 @@ class LiveStatistics:
     interest: dict[str, int]
 
 
-class TopicSubscription:
-    """One local consumer of a topic: its messages in a bounded channel; what a slow consumer
-    missed is told as a loss notice before the next message."""
-
-    def __init__(self, stream: Stream, backlog: int, on_drop: Callable[[Stream], None]) -> None:
-        self.stream = stream
-        self._in, self._out = trio.open_memory_channel[LiveEvent](backlog)
-        self._on_drop = on_drop
-        self.dropped = 0
-        self._unreported = 0
-
-    def deliver(self, event: LiveEvent) -> None:
-        try:
-            self._in.send_nowait(event)
-        except trio.WouldBlock:
-            if not isinstance(event, AdvisoryEvent):
-                self.dropped += 1
-                self._unreported += 1
-                self._on_drop(self.stream)
-        except trio.ClosedResourceError:
-            pass
-
-    def advise(self, advisory: Advisory) -> None:
-        self.deliver(AdvisoryEvent(advisory))
-
-    def close(self) -> None:
-        self._in.close()
-
-    async def events(self) -> AsyncIterator[LiveEvent]:
-        async for event in self._out:
-            if self._unreported:
-                lost, self._unreported = self._unreported, 0
-                yield LossNotice(
-                    self.stream.name, lost, None, None, "dropped: the subscriber read too slowly"
-                )
-            yield event
-
-
 class LiveService:
     """Live propagation at one node."""
 
@@ -160,12 +96,12 @@ class LiveService:
         remember: Callable[[Chunk], None],
         load_frame: Callable[[], int],
         save_frame: Callable[[int], None],
-        config: LiveConfig = LiveConfig(),
+        config: LiveConfig | None = None,
         wall: Callable[[], float] = time.time,
         wall_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self.key = key
-        self.config = config
+        self.config = config = config or LiveConfig()
         self._retrieve = retrieve
         self._store = store
         self._remember = remember
@@ -174,7 +110,8 @@ class LiveService:
         self._wall_ns = wall_ns
         now = wall()
         self.interest = InterestTable()
-        self.loss = LossTable()
+        self.accounting = LossAccounting(self._consumers, interval=config.advisory_interval, wall=wall)
+        self.loss = self.accounting.table
         self.relay = Relay(
             self.interest,
             self.loss,
@@ -187,7 +124,6 @@ class LiveService:
         self.receiver = TopicReceiver(window=config.window(lambda state: 208, now), skew=config.skew)
         self._saved_frame = load_frame()
         self.publisher = PublisherSequence(min_frame=self._saved_frame + 1)
-        self.advisories = AdvisoryThrottle(config.advisory_interval)
         self._links: dict[bytes, PeerLink] = {}
         self._followers: dict[Stream, set[FeedFollower]] = {}
         self._scopes: dict[FeedFollower, trio.CancelScope] = {}
@@ -211,9 +147,7 @@ class LiveService:
         now = self._wall()
         self.relay.rotate(now)
         self.receiver.states.rotate_if_due(now)
-        advisory = self.advisories.flush(now)
-        if advisory is not None:
-            self._advise(advisory)
+        self.accounting.flush(now)
         gaps = sum(f.open_gaps for followers in self._followers.values() for f in followers)
         self.loss.set(LOCAL, "gaps_open", gaps, now)
 
@@ -283,84 +217,17 @@ class LiveService:
         if not subscribers:
             return
         verdict = self.receiver.classify(msg, now)
-        status = verdict.status
-        if status is Status.REPEAT:
-            self.loss.add(source, "repeat", now)
-            return
-        publisher = f"{stream.name} from {msg.owner.hex()[:8]}"
-        if status is Status.SKIP:
-            self.loss.add(source, "msg_loss", now, verdict.lost)
-            ranges = (verdict.missing,) if verdict.missing is not None else ()
-            self._record(publisher, now, lost=verdict.lost, ranges=ranges)
-        elif status is Status.LOSS_UNKNOWN:
-            self.loss.add(source, "msg_loss", now)
-            self._record(publisher, now, unknown=1)
-        elif status is Status.CYCLE:
-            self.loss.add(source, "restarts", now)
-            self._record(publisher, now, restart=True)
-        event = TopicMessage(msg, verdict, now)
-        for subscriber in subscribers:
-            subscriber.deliver(event)
-
-    # -- loss and advisories -------------------------------------------------------------------
-
-    def _record(
-        self,
-        stream: str,
-        now: float,
-        *,
-        lost: int = 0,
-        ranges: tuple[tuple[int, int], ...] = (),
-        unknown: int = 0,
-        restart: bool = False,
-    ) -> None:
-        advisory = self.advisories.record(
-            stream, now, lost=lost, ranges=ranges, unknown=unknown, restart=restart
-        )
-        if advisory is not None:
-            self._advise(advisory)
-
-    def _advise(self, advisory: Advisory) -> None:
-        names = ", ".join(
-            f"{s.stream}: {s.lost} lost" + (f", {s.restarts} restarts" if s.restarts else "")
-            for s in advisory.streams
-        )
-        log.warning(
-            "live loss advisory (%s): %d lost, %d restarts in %d streams: %s",
-            advisory.description,
-            advisory.lost,
-            advisory.restarts,
-            advisory.stream_count,
-            names,
-        )
-        for followers in self._followers.values():
-            for follower in followers:
-                follower.advise(advisory)
-        for subscribers in self._subscribers.values():
+        self.accounting.topic_verdict(source, stream, msg, verdict, now)
+        if verdict.delivered:
+            event = TopicMessage(msg, verdict, now)
             for subscriber in subscribers:
-                subscriber.advise(advisory)
+                subscriber.deliver(event)
 
-    # FollowerHooks: what followers report
-
-    def gap_filled(self, stream: Stream) -> None:
-        self.loss.add(LOCAL, "gaps_filled", self._wall())
-
-    def fetch_failed(self, stream: Stream) -> None:
-        self.loss.add(LOCAL, "inbox_loss", self._wall())
-
-    def fetched_invalid(self, stream: Stream, reason: str) -> None:
-        self.loss.add(LOCAL, "invalid", self._wall())
-        log.warning("%s: a retrieved update is not valid: %s", stream.name, reason)
-
-    def lost(self, stream: Stream, start: int, end: int) -> None:
-        now = self._wall()
-        self.loss.add(LOCAL, "msg_loss", now, end - start + 1)
-        self._record(stream.name, now, lost=end - start + 1, ranges=((start, end),))
-
-    def _dropped_for_slow_consumer(self, stream: Stream) -> None:
-        now = self._wall()
-        self.loss.add(LOCAL, "msg_loss", now)
-        self._record(stream.name, now, lost=1)
+    def _consumers(self) -> list[AdvisoryListener]:
+        """Every local follower and subscriber: they are told of every loss advisory."""
+        found: list[AdvisoryListener] = [f for followers in self._followers.values() for f in followers]
+        found += [s for subscribers in self._subscribers.values() for s in subscribers]
+        return found
 
     # -- local consumers -----------------------------------------------------------------------
 
@@ -387,7 +254,7 @@ class LiveService:
             start=start,
             mode=mode,
             fetch=self.fetch,
-            hooks=self,
+            hooks=self.accounting,
             config=self.config.follower,
             wall=self._wall,
         )
@@ -424,7 +291,7 @@ class LiveService:
         """A subscription to ``topic`` (every publisher) for as long as the context lasts."""
         stream = Stream.topic_of(topic)
         subscription = TopicSubscription(
-            stream, self.config.subscriber_backlog, self._dropped_for_slow_consumer
+            stream, self.config.subscriber_backlog, self.accounting.dropped_for_slow_consumer
         )
         self._subscribers.setdefault(stream, set()).add(subscription)
         self.interest.follow(stream)
@@ -482,7 +349,7 @@ class LiveService:
             published=self.published,
             followers=sum(len(f) for f in self._followers.values()),
             subscribers=sum(len(s) for s in self._subscribers.values()),
-            advisories=self.advisories.sent,
+            advisories=self.accounting.advisories.sent,
             detectors=relay.detectors.statistics(),
             receivers=self.receiver.states.statistics(),
             interest=self.interest.statistics(),
