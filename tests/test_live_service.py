@@ -12,11 +12,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
 from localstore.feeds import make_update_v2
+from streamer.errors import RemoteProtocolError
 from streamer.messages import FeedPush, TopicPush
 from swarm.live.config import LiveConfig
 from swarm.live.events import AdvisoryEvent, FollowStarted, LiveEvent, LossNotice, TopicMessage, UpdateShown
@@ -24,6 +26,7 @@ from swarm.live.follower import FeedFollower, FollowerConfig
 from swarm.live.loss import LOCAL
 from swarm.live.messages import Stream, make_topic_push
 from swarm.live.seqno import PublisherSequence, Status
+from swarm.live.service import INVALID_BUDGET
 from swarm.node import Node
 from swarm.testing import node_config, start_node, wait_for
 
@@ -256,3 +259,17 @@ async def test_full_follower_waits_for_a_missing_update_however_long_it_takes(tm
             shown = [await next_update(follower) for _ in range(2)]
             assert [e.update.index for e in shown] == [1, 2]
             assert c.live.loss.count(LOCAL, "msg_loss") == 0
+
+
+async def test_a_flood_of_forgeries_drops_the_peer(tmp_path: Path) -> None:
+    key, forger = owner_key(), Secp256k1Key(b"\x09" * 32)
+    with trio.fail_after(40):
+        async with line(tmp_path, 2) as (a, c), c.live.follow(key.owner, TOPIC, start=0):
+            peer = c.peers[a.overlay]
+            forged = FeedPush(key.owner, TOPIC, 0, make_update_v2(forger, TOPIC, 0, b"forged").data)
+            for _ in range(INVALID_BUDGET):
+                await peer.dispatch(forged)  # each dropped by itself, the peer stays
+            assert not peer.conn.closed
+            with pytest.raises(RemoteProtocolError, match="live flood"):
+                await peer.dispatch(forged)
+            assert c.live.loss.count(a.overlay.hex(), "invalid") == INVALID_BUDGET + 1

@@ -26,7 +26,8 @@ import trio
 
 from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
-from streamer.messages import FeedPush, LiveInterest, TopicPush
+from streamer.errors import RemoteProtocolError
+from streamer.messages import FeedPush, GoodbyeCode, LiveInterest, TopicPush
 from swarm.live.accounting import AdvisoryListener, LossAccounting
 from swarm.live.config import LiveConfig
 from swarm.live.events import TopicMessage
@@ -47,6 +48,10 @@ from swarm.retrieval import ChunkUnavailable
 __all__ = ["Equivocation", "LiveService", "LiveStatistics", "Published"]
 
 log = logging.getLogger(__name__)
+
+INVALID_BUDGET = 64
+INVALID_WINDOW = 10.0
+"""A peer may push at most INVALID_BUDGET invalid messages per INVALID_WINDOW seconds."""
 
 
 class Equivocation(Exception):
@@ -130,6 +135,7 @@ class LiveService:
         self._subscribers: dict[Stream, set[TopicSubscription]] = {}
         self._nursery: trio.Nursery | None = None
         self._invalid_logged = LogBudget()
+        self._invalid: dict[bytes, tuple[float, int]] = {}  # peer -> (window start, invalid in it)
         self.forwarded = 0
         self.dropped = 0
         self.published = 0
@@ -160,6 +166,7 @@ class LiveService:
         link.interest_changed()
 
     def peer_disconnected(self, peer: LivePeer) -> None:
+        self._invalid.pop(peer.overlay, None)
         if self._links.get(peer.overlay) is not None and self._links[peer.overlay].peer is peer:
             del self._links[peer.overlay]
             self.interest.remove_peer(peer.overlay)
@@ -171,12 +178,27 @@ class LiveService:
                 link.interest_changed()
 
     def on_message(self, peer: LivePeer, msg: LiveInterest | FeedPush | TopicPush) -> None:
-        """A live message from a peer; never blocks, never raises for what the peer sent."""
+        """A live message from a peer; never blocks. A forged or malformed message is dropped by
+        itself; only a flood of them (over INVALID_BUDGET in INVALID_WINDOW seconds: each costs a
+        signature check) drops the peer, as OVERLOADED."""
         if isinstance(msg, LiveInterest):
             self.interest.announced(peer.overlay, msg.entries)
             self._interest_changed()
-        else:
-            self._receive(msg, peer.overlay)
+            return
+        judgement, _ = self._receive(msg, peer.overlay)
+        if judgement.outcome is Outcome.INVALID:
+            self._count_invalid(peer.overlay)
+
+    def _count_invalid(self, peer: bytes) -> None:
+        now = trio.current_time()
+        start, count = self._invalid.get(peer, (now, 0))
+        if now - start >= INVALID_WINDOW:
+            start, count = now, 0
+        self._invalid[peer] = (start, count + 1)
+        if count + 1 > INVALID_BUDGET:
+            raise RemoteProtocolError(
+                f"live flood: {count + 1} invalid messages in {INVALID_WINDOW:g}s", GoodbyeCode.OVERLOADED
+            )
 
     # -- the relay path ------------------------------------------------------------------------
 
