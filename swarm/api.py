@@ -21,8 +21,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from localstore import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk, bmt_address
-from swarm import __version__
+from localstore import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
+from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
+from localstore.soc import parse_soc
+from swarm.bee_api import soc_and_feed_routes
+from swarm.bee_status_api import status_routes
+from swarm.bee_types import BeeBackend
 from swarm.byteranges import RangeNotSatisfiable, parse_range
 from swarm.chunker import CorruptTree
 from swarm.dashboard import dashboard_routes, with_local_cors
@@ -36,6 +40,7 @@ from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
 from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
+from syncer.evidence import EquivocationLog
 
 
 class ChunkGetter(Protocol):
@@ -61,6 +66,12 @@ class Node(Protocol):
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
 
     def statistics(self) -> NodeStatistics: ...
+
+    @property
+    def bee(self) -> BeeBackend: ...
+
+    @property
+    def equivocations(self) -> EquivocationLog: ...
 
     @property
     def live(self) -> LiveService: ...
@@ -100,16 +111,43 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 def build_app(node: Node) -> ASGIApp:
     """The ASGI app of one node."""
+    routes = [
+        *chunk_routes(node),
+        *file_routes(node),
+        *report_routes(node),
+        *dashboard_routes(),
+        *live_routes(node.live, node.overlay),  # live propagation (swarm/live_api.py)
+        # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
+        # /status, /peers (docs/bee-compat.md)
+        *soc_and_feed_routes(node.bee),
+        *status_routes(node.bee),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            BadRequest: _bad_request,
+            InvalidChunk: _invalid_chunk,
+            RangeNotSatisfiable: _not_satisfiable,
+        },
+    )
+    return departures_logged(with_local_cors(app))
+
+
+def chunk_routes(node: Node) -> list[Route]:
+    """POST /chunks (a content chunk, or a full single-owner chunk), GET and HEAD /chunks/{a}."""
 
     async def post_chunk(request: Request) -> Response:
-        data = await read_body(request, SPAN_SIZE + CHUNK_SIZE)
+        data = await read_body(request, MAX_DATA_SIZE)
         if len(data) < SPAN_SIZE:
             raise BadRequest(
                 f"chunk must be an 8-byte little-endian span then the payload; got {len(data)} bytes"
             )
-        span = int.from_bytes(data[:SPAN_SIZE], "little")
-        chunk = Chunk(bmt_address(data[SPAN_SIZE:], span), data)
-        node.store_chunks([chunk], verified=True)  # its address was just computed from it
+        if len(data) <= MAX_CAC_DATA_SIZE:  # a content chunk, as in Bee (a SOC this short: POST /soc)
+            span = int.from_bytes(data[:SPAN_SIZE], "little")
+            chunk = Chunk(bmt_address(data[SPAN_SIZE:], span), data)  # its address is its hash
+        else:
+            chunk = Chunk.from_soc(parse_soc(data))  # a full single-owner chunk, signature checked
+        node.store_chunks([chunk], verified=True)
         return JSONResponse({"reference": chunk.address.hex()}, status_code=201)
 
     async def get_chunk(request: Request) -> Response:
@@ -128,6 +166,15 @@ def build_app(node: Node) -> ASGIApp:
             return Response(chunk.data, headers=headers, media_type="application/octet-stream")
         part = chunk.data[byte_range.start : byte_range.end]
         return Response(part, status_code=206, headers=headers, media_type="application/octet-stream")
+
+    return [
+        Route("/chunks", post_chunk, methods=["POST"]),
+        Route("/chunks/{address}", get_chunk, methods=["GET", "HEAD"]),
+    ]
+
+
+def file_routes(node: Node) -> list[Route]:
+    """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}."""
 
     async def post_bytes(request: Request) -> Response:
         # the splitter computes every chunk's address from its data: nothing to verify again
@@ -157,51 +204,57 @@ def build_app(node: Node) -> ASGIApp:
         except (InvalidChunk, CorruptTree) as exc:
             return error(502, f"file {reference.hex()} is corrupt: {exc}")
 
+    return [
+        Route("/bytes", post_bytes, methods=["POST"]),
+        Route("/bytes/{reference}", get_bytes, methods=["GET", "HEAD"]),
+    ]
+
+
+def report_routes(node: Node) -> list[Route]:
+    """What the node reports: /sync, /topology, /metrics, /equivocations (one snapshot each)."""
+
+    async def sync(request: Request) -> Response:
+        return JSONResponse(sync_document(node.statistics()))
+
     async def topology(request: Request) -> Response:
         return JSONResponse(topology_document(node.statistics()))
 
     async def metrics(request: Request) -> Response:
         return Response(metrics_text(node.statistics()), media_type=METRICS_CONTENT_TYPE)
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "version": __version__, "overlay": node.overlay.hex()})
+    async def equivocations(request: Request) -> Response:
+        evidence = [
+            {
+                "sequence": e.sequence,
+                "address": e.address.hex(),
+                "first": e.first.hex(),
+                "second": e.second.hex(),
+            }
+            for e in node.equivocations.recent()
+        ]
+        return JSONResponse(evidence)
 
-    async def sync(request: Request) -> Response:
-        return JSONResponse(sync_document(node.statistics()))
-
-    async def bad_request(request: Request, exc: Exception) -> Response:
-        return error(400, str(exc))
-
-    async def invalid_chunk(request: Request, exc: Exception) -> Response:
-        return error(400, f"invalid chunk: {exc}")
-
-    async def not_satisfiable(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RangeNotSatisfiable)
-        response = error(416, str(exc))
-        response.headers["content-range"] = exc.content_range
-        return response
-
-    routes = [
-        Route("/chunks", post_chunk, methods=["POST"]),
-        Route("/chunks/{address}", get_chunk, methods=["GET", "HEAD"]),
-        Route("/bytes", post_bytes, methods=["POST"]),
-        Route("/bytes/{reference}", get_bytes, methods=["GET", "HEAD"]),
-        Route("/health", health, methods=["GET"]),
+    return [
         Route("/sync", sync, methods=["GET"]),
         Route("/topology", topology, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        *dashboard_routes(),
-        *live_routes(node.live, node.overlay),  # live propagation (swarm/live_api.py)
+        Route("/equivocations", equivocations, methods=["GET"]),
     ]
-    app = Starlette(
-        routes=routes,
-        exception_handlers={
-            BadRequest: bad_request,
-            InvalidChunk: invalid_chunk,
-            RangeNotSatisfiable: not_satisfiable,
-        },
-    )
-    return departures_logged(with_local_cors(app))
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    return error(400, str(exc))
+
+
+async def _invalid_chunk(request: Request, exc: Exception) -> Response:
+    return error(400, f"invalid chunk: {exc}")
+
+
+async def _not_satisfiable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RangeNotSatisfiable)
+    response = error(416, str(exc))
+    response.headers["content-range"] = exc.content_range
+    return response
 
 
 def departures_logged(app: ASGIApp) -> ASGIApp:

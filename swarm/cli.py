@@ -73,8 +73,8 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
+    from swarm.config import NodeConfig
     from swarm.failures import describe_node_failure
-    from swarm.node import NodeConfig
 
     config = NodeConfig(
         data_dir=Path(args.data_dir),
@@ -298,11 +298,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_target_options(p)
     p.set_defaults(func=_client_command("cmd_dashboard"))
 
+    from swarm.cli_feed import add_feed_parser
     from swarm.sim import add_sim_parser
 
+    add_feed_parser(sub)
     add_sim_parser(sub)
 
-    from swarm.cli_live import add_live_parsers  # feed, topic, loss (live propagation)
+    from swarm.cli_live import add_live_parsers  # topic, loss (live propagation; feed follow: cli_feed)
 
     add_live_parsers(sub)
 

@@ -114,7 +114,7 @@ def add_data_dir_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_suggest_option(p: argparse.ArgumentParser) -> None:
-    from swarm.node import DEFAULT_STRATEGY
+    from swarm.config import DEFAULT_STRATEGY
 
     p.add_argument(
         "--suggest",

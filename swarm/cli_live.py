@@ -1,7 +1,8 @@
-"""The live-propagation commands: ``swarm feed follow|publish``, ``swarm topic publish|subscribe``,
-``swarm loss``. They talk to a node's HTTP API (`swarm.live_api`); the streams are server-sent
-events, read here line by line. A follower that loses its node (it stopped, or restarted on
-another port) reconnects and resumes after the last update it printed.
+"""The live-propagation commands: ``swarm feed follow|publish`` (registered among the other
+``swarm feed`` commands of `swarm.cli_feed`), ``swarm topic publish|subscribe``, ``swarm loss``.
+They talk to a node's HTTP API (`swarm.live_api`); the streams are server-sent events, read here
+line by line. A follower that loses its node (it stopped, or restarted on another port)
+reconnects and resumes after the last update it printed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from swarm.cli_common import (
     target_api,
 )
 
-__all__ = ["add_live_parsers"]
+__all__ = ["add_feed_live_commands", "add_live_parsers"]
 
 RECONNECT_MAX = 10.0
 
@@ -160,16 +161,13 @@ def cmd_feed_follow(args: argparse.Namespace) -> int:
 def cmd_feed_publish(args: argparse.Namespace) -> int:
     import httpx
 
-    from localstore.ethkey import KeyFileError, Secp256k1Key, load_key_file, save_key_file
+    from localstore.ethkey import KeyFileError, load_key_file
     from localstore.feeds import make_update_v2
 
-    path = Path(args.key)
     try:
-        if args.create_key and not path.exists():
-            save_key_file(Secp256k1Key.generate(), path)
-        key = load_key_file(path)
+        key = load_key_file(Path(args.key))
     except (KeyFileError, OSError) as exc:
-        raise CliError(f"{exc} (create a key with --create-key)") from None
+        raise CliError(f"{exc} (make one with `swarm feed key new`)") from None
     topic = _topic_arg(args.topic)
     payload = args.message.encode("utf-8")
     if len(payload) > 4096:
@@ -315,12 +313,14 @@ def _index_arg(text: str) -> int:
     return int(text)
 
 
-def add_live_parsers(sub: Any) -> None:
-    """Register ``feed``, ``topic`` and ``loss`` on the ``swarm`` parser's subcommands."""
-    feed = sub.add_parser("feed", help="follow or publish a feed's updates live")
-    feed_sub = feed.add_subparsers(dest="feed_command", metavar="COMMAND", required=True)
+def add_feed_live_commands(feed_sub: Any) -> None:
+    """Register ``follow`` and ``publish`` among the ``swarm feed`` commands (`swarm.cli_feed`)."""
     _add_follow(feed_sub)
     _add_feed_publish(feed_sub)
+
+
+def add_live_parsers(sub: Any) -> None:
+    """Register ``topic`` and ``loss`` on the ``swarm`` parser's subcommands."""
     topic = sub.add_parser("topic", help="publish or subscribe to ephemeral topic messages")
     topic_sub = topic.add_subparsers(dest="topic_command", metavar="COMMAND", required=True)
     _add_topic_commands(topic_sub)
@@ -369,10 +369,7 @@ def _add_feed_publish(feed_sub: Any) -> None:
     )
     p.add_argument("topic", metavar="TOPIC")
     p.add_argument("message", metavar="MESSAGE")
-    p.add_argument(
-        "--key", required=True, metavar="FILE", help="your secp256k1 key file (64 hex characters, mode 0600)"
-    )
-    p.add_argument("--create-key", action="store_true", help="create the key file if it does not exist")
+    p.add_argument("--key", required=True, metavar="FILE", help="your key file (swarm feed key new)")
     p.add_argument(
         "--index", type=_index_arg, metavar="INDEX", help="the update's index (default: after the latest)"
     )
@@ -385,7 +382,7 @@ def _add_topic_commands(topic_sub: Any) -> None:
     p = topic_sub.add_parser(
         "publish",
         help="publish a message on a topic",
-        description="Sign MESSAGE with the node's publisher key, number it (raims' time-framed sequence "
+        description="Sign MESSAGE with the node's key (DIR/eth.key), number it (raims' time-framed sequence "
         "numbers) and push it to the topic's subscribers. Not stored.",
     )
     p.add_argument("topic", metavar="TOPIC")

@@ -15,7 +15,7 @@ resumes after the last update it got. A comment line every 15 s keeps idle strea
 - ``GET /live/feeds/{owner}/{topic}/next``: ``{"next", "latest"}``, where to write next.
 - ``GET /live/topics/{topic}``: subscribe to a topic (events ``message``, ``loss``, ``advisory``).
 - ``POST /live/topics/{topic}``: body = the message (at most 4096 bytes), signed with this node's
-  publisher key and pushed; 201 ``{"seq", "chain", "publisher", "pushed"}``.
+  key (``DIR/eth.key``) and pushed; 201 ``{"seq", "chain", "publisher", "pushed"}``.
 - ``GET /loss``: the loss table (`swarm.live.report`).
 
 A topic in a path is 64 hex characters, or any other text, which is hashed as bee-js does

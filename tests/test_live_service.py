@@ -273,3 +273,16 @@ async def test_a_flood_of_forgeries_drops_the_peer(tmp_path: Path) -> None:
             with pytest.raises(RemoteProtocolError, match="live flood"):
                 await peer.dispatch(forged)
             assert c.live.loss.count(a.overlay.hex(), "invalid") == INVALID_BUDGET + 1
+
+
+async def test_an_update_uploaded_through_bees_routes_is_pushed_too(tmp_path: Path) -> None:
+    key = owner_key()
+    with trio.fail_after(40):
+        async with line(tmp_path, 2) as (a, c), c.live.follow(key.owner, TOPIC, start=0) as follower:
+            await interest_reached(a, follower.stream)
+            for i in range(3):  # what POST /soc and POST /chunks do with a signed update
+                soc = make_update_v2(key, TOPIC, i, f"update {i}".encode())
+                a.store_chunks([Chunk.from_soc(soc)], verified=True)
+            shown = [await next_update(follower) for _ in range(3)]
+            assert [(e.update.index, e.via) for e in shown] == [(0, "push"), (1, "push"), (2, "push")]
+            assert a.live.statistics().published == 3

@@ -1,28 +1,22 @@
-"""Building a node's live service from the node's parts: its publisher key, the frame it last
-started topic streams in (persisted, so a restarted node never reuses sequence numbers), and the
-narrow functions the service needs of the store, the retrieval and its cache."""
+"""Building a node's live service from the node's parts: its Ethereum key (``DIR/eth.key``, which
+signs the topic messages it publishes), the frame it last started topic streams in (persisted, so
+a restarted node never reuses sequence numbers), and the narrow functions the service needs of the
+store, the retrieval and its cache."""
 
 from __future__ import annotations
 
-import logging
 import struct
 from collections.abc import Callable
-from pathlib import Path
 from typing import Protocol
 
 from localstore import Chunk, ChunkDamaged, ChunkNotFound
-from localstore.ethkey import Secp256k1Key, load_key_file, save_key_file
+from localstore.ethkey import Secp256k1Key
 from swarm.live.config import LiveConfig
 from swarm.live.service import LiveService
 from swarm.retrieval import Retrieval
 
-__all__ = ["FRAME_KEY", "PUBLISHER_KEY_FILE", "build_live_service", "load_or_create_publisher_key"]
+__all__ = ["FRAME_KEY", "build_live_service"]
 
-log = logging.getLogger(__name__)
-
-PUBLISHER_KEY_FILE = "publisher.key"
-"""The node's secp256k1 key, signing the topic messages it publishes (an Ethereum-style key file,
-64 hex characters, mode 0600; kept when the store is wiped, like node.key)."""
 FRAME_KEY = b"live/publisher-frame"
 _FRAME = struct.Struct(">Q")
 
@@ -35,16 +29,8 @@ class _Store(Protocol):
     def put_state(self, key: bytes, value: bytes) -> None: ...
 
 
-def load_or_create_publisher_key(path: Path) -> Secp256k1Key:
-    """The key in ``path``, created (owner-only) on first use."""
-    if not path.exists():
-        save_key_file(Secp256k1Key.generate(), path)
-        log.info("created the publisher key %s", path)
-    return load_key_file(path)
-
-
 def build_live_service(
-    data_dir: Path,
+    key: Secp256k1Key,
     store: _Store,
     retrieval: Retrieval,
     store_chunks: Callable[[list[Chunk]], object],
@@ -71,7 +57,7 @@ def build_live_service(
         return _FRAME.unpack(raw)[0] if raw is not None and len(raw) == _FRAME.size else 0
 
     return LiveService(
-        key=load_or_create_publisher_key(Path(data_dir) / PUBLISHER_KEY_FILE),
+        key=key,
         retrieve=retrieval.get,
         lookup=held,
         evidence=evidence,

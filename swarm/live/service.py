@@ -26,8 +26,10 @@ import trio
 
 from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
+from localstore.feeds import update_address
+from localstore.soc import MIN_SOC_DATA_SIZE
 from streamer.errors import RemoteProtocolError
-from streamer.messages import FeedPush, GoodbyeCode, LiveInterest, TopicPush
+from streamer.messages import FeedPush, GoodbyeCode, LiveInterest, StreamKind, TopicPush
 from swarm.live.accounting import AdvisoryListener, LossAccounting
 from swarm.live.config import LiveConfig
 from swarm.live.events import TopicMessage
@@ -49,6 +51,8 @@ __all__ = ["Equivocation", "LiveService", "LiveStatistics", "Published"]
 
 log = logging.getLogger(__name__)
 
+UPLOAD_LOOKAHEAD = 16
+"""Indices after the latest seen at which an uploaded chunk is recognised as a feed's update."""
 INVALID_BUDGET = 64
 INVALID_WINDOW = 10.0
 """A peer may push at most INVALID_BUDGET invalid messages per INVALID_WINDOW seconds."""
@@ -345,7 +349,7 @@ class LiveService:
         return Published(judgement.outcome.value, pushed)
 
     def publish_topic(self, topic: bytes, payload: bytes) -> Published:
-        """Sign ``payload`` on ``topic`` with this node's publisher key, number it and push it."""
+        """Sign ``payload`` on ``topic`` with this node's key (eth.key), number it and push it."""
         now_ns = self._wall_ns()
         seq, chain = self.publisher.next(topic, now_ns)
         if self.publisher.highest_frame > self._saved_frame:
@@ -355,6 +359,37 @@ class LiveService:
         judgement, pushed = self._receive(msg, None)
         self.published += 1
         return Published(judgement.outcome.value, pushed, seq, chain)
+
+    def uploaded(self, chunks: list[Chunk]) -> int:
+        """Chunks uploaded at this node (Bee's ``POST /soc``, ``POST /chunks``): those that are
+        updates of a feed someone follows are published live; returns how many.
+
+        A single-owner chunk does not say which feed and index it is, so for each feed that is
+        followed here or relayed, the UPLOAD_LOOKAHEAD indices after the latest this node has seen
+        (the first ones when it has seen none) are compared with the uploaded addresses: the writer
+        writing its next update, as bee-js and `swarm feed update` do, is caught; an update far
+        ahead is not pushed (followers find it with their look for newer updates).
+        """
+        feeds = [stream for stream in self.interest.wanted() if stream.kind is StreamKind.FEED]
+        uploaded = {chunk.address: chunk for chunk in chunks if len(chunk.data) >= MIN_SOC_DATA_SIZE}
+        if not feeds or not uploaded:
+            return 0
+        published = 0
+        for stream in feeds:
+            detector = self.relay.detectors.get(stream)
+            latest = detector.latest if detector is not None else None
+            start = 0 if latest is None else latest + 1
+            for index in range(start, start + UPLOAD_LOOKAHEAD):
+                chunk = uploaded.get(update_address(stream.owner, stream.topic, index))
+                if chunk is None:
+                    continue
+                try:
+                    self.publish_feed_update(stream.owner, stream.topic, index, chunk.data)
+                except (InvalidLiveMessage, Equivocation) as exc:
+                    log.info("%s: uploaded update %d not published live: %s", stream.name, index, exc)
+                else:
+                    published += 1
+        return published
 
     # -- reporting -----------------------------------------------------------------------------
 
