@@ -26,7 +26,6 @@ chain, numbered by its indices; a topic has one chain per publisher.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from localstore.bmt import keccak256
@@ -148,11 +147,3 @@ def check_topic_push(msg: TopicPush) -> None:
         raise InvalidLiveMessage(
             f"topic message {msg.seq:#x} claims publisher {msg.owner.hex()} but is signed by {signer.hex()}"
         )
-
-
-@dataclass(frozen=True)
-class Published:
-    """What publishing at this node produced: the message and how many peers it was pushed to."""
-
-    message: FeedPush | TopicPush
-    pushed: int
