@@ -122,9 +122,8 @@ async def test_a_gap_is_filled_from_the_swarm_before_later_updates_are_shown(tmp
             await interest_reached(a, follower.stream)
             a.live.publish_feed_update(key.owner, TOPIC, 0, update(0))
             for i in (1, 2):  # stored at the publisher, never pushed: the relay "lost" them
-                a.store_chunks(
-                    [Chunk(make_update_v2(key, TOPIC, i, f"update {i}".encode()).address, update(i))]
-                )
+                soc = make_update_v2(key, TOPIC, i, f"update {i}".encode())
+                a.intake.store_many([Chunk.from_soc(soc)])  # (a.store_chunks would push them)
             a.live.publish_feed_update(key.owner, TOPIC, 3, update(3))
             shown = [await next_update(follower) for _ in range(4)]
             assert [e.update.index for e in shown] == [0, 1, 2, 3]
