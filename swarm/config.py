@@ -7,6 +7,7 @@ from pathlib import Path
 
 from localstore.cache import DEFAULT_CACHE_BYTES
 from localstore.capacity import DEFAULT_CAPACITY
+from swarm.live.config import LiveConfig
 from syncer.pullsync import PullerConfig
 
 __all__ = ["CHANNELS", "DEFAULT_STRATEGY", "NodeConfig"]
@@ -52,3 +53,4 @@ class NodeConfig:
     evict_batch: int = 256  # chunks evicted at most before other tasks run again
     push_workers: int = 16  # uploaded chunks pushed at once (swarm/pusher.py)
     receipt_timeout: float = 60.0  # how long POST /bytes waits for its last receipts
+    live: LiveConfig = field(default_factory=LiveConfig)  # live propagation (docs/live.md)

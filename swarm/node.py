@@ -39,6 +39,7 @@ from streamer.requests import RequestTable
 from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
+from swarm.live.assembly import build_live_service
 from swarm.offer_leases import LeasedStore, OfferLeases
 from swarm.peer import Peer
 from swarm.pusher import Pusher
@@ -153,13 +154,22 @@ class Node:
             timeout=config.retrieve_timeout,
             cache_bytes=config.cache_bytes,
         )
+        eth_key = load_or_create_eth_key(self.data_dir)
         self.bee = NodeBeeBackend(
-            eth_key=load_or_create_eth_key(self.data_dir),
+            eth_key=eth_key,
             underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
             get_chunk=self.retrieval.get,
             has_chunk=self.store.has,
-            store_chunks=lambda chunks: self.uploads.store_and_push(chunks, verified=True),
+            store_chunks=partial(self.store_chunks, verified=True),
             statistics=self.statistics,
+        )
+        self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
+            eth_key,
+            self.store,
+            self.retrieval,
+            partial(self.intake.store_many, verified=True),
+            config.live,
+            evidence=self.equivocations.record,
         )
         self.repair = Repair(
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
@@ -203,8 +213,8 @@ class Node:
         self.uploads = Uploads(
             self.pusher,
             self.pins,
-            store_chunks=partial(self.intake.store_many, verified=True),
-            store_checked=self.intake.store_many,
+            store_chunks=self._store_uploaded,
+            store_checked=partial(self._store_uploaded, verified=False),
             get_chunk=self.retrieval.get,
             protected_changed=self.reserve_worker.wake,
             receipt_timeout=config.receipt_timeout,
@@ -260,6 +270,7 @@ class Node:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
+                await nursery.start(self.live.run)
                 nursery.start_soon(self.repair.run)
                 await nursery.start(self.reserve_worker.run)
                 await nursery.start(self.pusher.run)
@@ -345,6 +356,7 @@ class Node:
             requests=requests,
             on_retrieve_request=self.retrieval.on_request,
             on_peers=self._on_peers,
+            on_live=self.live.on_message,
             retrieve_timeout=timeout,
             on_push_delivery=self.pushsync.on_delivery,
         )
@@ -383,8 +395,10 @@ class Node:
         peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
         if self.config.gossip:
             peer.conn.start_soon(self.gossip.tell, peer)
+        self.live.peer_connected(peer)
 
     def _disconnected(self, peer: Peer) -> None:
+        self.live.peer_disconnected(peer)
         self.table.disconnect(peer.overlay)
         self.gossip.forget(peer.overlay)
         self.puller.set_depth(self.table.depth())
@@ -406,8 +420,15 @@ class Node:
 
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int:
         """Store uploaded chunks through the intake (``verified=True``: their addresses were just
-        computed) and push them to their neighbourhoods in the background; returns how many were new."""
+        computed) and push them to their neighbourhoods in the background; returns how many were new.
+        Uploaded updates of a feed someone follows are pushed to the followers too (docs/live.md)."""
         return self.uploads.store_and_push(chunks, verified=verified)
+
+    def _store_uploaded(self, chunks: list[Chunk], *, verified: bool = True) -> int:
+        """An upload's chunks into the store; a followed feed's updates to the followers too."""
+        new = self.intake.store_many(chunks, verified=verified)
+        self.live.uploaded(chunks)
+        return new
 
     def statistics(self) -> NodeStatistics:
         """One immutable snapshot of everything the node reports."""
@@ -432,4 +453,5 @@ class Node:
             reserve=reserve_status(
                 self.reserve, self.pusher, self.pushsync, len(self.pins.roots()), len(self.pins)
             ),
+            live=self.live.statistics(),
         )

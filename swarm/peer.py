@@ -20,6 +20,8 @@ from streamer.messages import (
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    FeedPush,
+    LiveInterest,
     Message,
     OfferedHashes,
     Peers,
@@ -30,6 +32,7 @@ from streamer.messages import (
     RetrieveFailure,
     RetrieveRequest,
     Subscribe,
+    TopicPush,
     Unsubscribe,
     Unsubscribed,
     WantedHashes,
@@ -57,6 +60,7 @@ class Peer:
         requests: RequestTable,
         on_retrieve_request: Callable[[Peer, RetrieveRequest], None],
         on_peers: Callable[[Peer, Peers], None],
+        on_live: Callable[[Peer, LiveInterest | FeedPush | TopicPush], None] = lambda peer, msg: None,
         retrieve_timeout: float,
         on_push_delivery: Callable[[Peer, PushDelivery], None] | None = None,
     ) -> None:
@@ -81,6 +85,9 @@ class Peer:
             PushDelivery: lambda msg: push_delivery(self, msg),
             PushReceipt: self.pushes.on_receipt,
             PushFailure: self.pushes.on_failure,
+            LiveInterest: lambda msg: on_live(self, msg),  # live propagation (swarm.live)
+            FeedPush: lambda msg: on_live(self, msg),
+            TopicPush: lambda msg: on_live(self, msg),
         }
 
     def __repr__(self) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
+from swarm.live.service import LiveStatistics
 from swarm.reserve_status import ReserveStatus
 from swarm.retrieval import Retrieval, RetrievalStatistics
 from swarm.sessions import Disconnection, Sessions
@@ -62,6 +63,7 @@ class NodeStatistics:
     table: TableSnapshot
     strategy: str
     saturation: int
+    live: LiveStatistics | None = None  # live propagation: the loss table and its traffic
 
     reserve: ReserveStatus = field(default_factory=ReserveStatus)  # capacity, radius, receipts
 
@@ -85,6 +87,7 @@ def collect_statistics(
     equivocations: int,
     repairs: dict[str, int],
     reserve: ReserveStatus | None = None,
+    live: LiveStatistics | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -120,4 +123,5 @@ def collect_statistics(
         strategy=strategy,
         saturation=saturation,
         reserve=reserve or ReserveStatus(),
+        live=live,
     )
