@@ -26,13 +26,15 @@ a few per cent. The disk is not an adversary, so a fast non-cryptographic hash s
 random damage with probability 2**-64. Chunks from peers are still BMT-verified before they are
 stored.
 
-Chunks are never deleted, so slots are handed out in order and the next free slot is the
-number of bin IDs the store has given out: no free list, nothing else to persist (a damaged
-chunk that is dropped keeps its slot). Slots are written *before* the LevelDB batch that commits
-them (it raises the bins' cursors), so a crash in between leaves only uncommitted bytes past the
-last committed slot, which ``open`` cuts off. A power cut can do the opposite, keep the batch and
-lose the file's last writes: ``open`` then reports the slots lost (``lost``), whose chunks the
-store drops, and the file is cut to its last whole slot and extended back with zeros.
+The slot of a chunk the reserve evicts (or a damaged one the store drops) is free again, and
+the next put takes the lowest free slot before the file grows (localstore/slots.py); the file's
+length in slots is committed with the bins' cursors. Slots are written *before* the LevelDB batch
+that commits them, so a crash in between leaves only uncommitted bytes: past the last committed
+slot, which ``open`` cuts off, or in a free slot, which no pull-index entry names. A power cut can
+do the opposite, keep the batch and lose the file's last writes: ``open`` then reports the slots
+lost (``lost``), whose chunks the store drops, and the file is cut to its last whole slot and
+extended back with zeros. A reused slot whose new write was lost still holds the old chunk's
+address, which matches no entry naming the slot now: reading it finds the damage.
 """
 
 from __future__ import annotations
@@ -135,13 +137,13 @@ class ChunkFile:
         """Flush what was written to the disk (at a clean close, so a power cut after it loses nothing)."""
         os.fdatasync(self._fd)
 
-    def write(self, first_slot: int, chunks: Sequence[Chunk]) -> None:
-        """Write ``chunks`` into the consecutive slots starting at ``first_slot``, in one call.
+    def write(self, slots: Sequence[int], chunks: Sequence[Chunk]) -> None:
+        """Write ``chunks[i]`` into slot ``slots[i]``, one pwrite per run of consecutive slots.
 
         Raises ValueError, writing nothing, if a chunk's data does not fit a slot.
         """
-        if not chunks:
-            return
+        if len(slots) != len(chunks):
+            raise ValueError(f"{len(slots)} slots for {len(chunks)} chunks")
         records = []
         for chunk in chunks:
             address, data = chunk.address, chunk.data
@@ -149,10 +151,14 @@ class ChunkFile:
                 raise ValueError(
                     f"chunk {address.hex()} has {len(data)} bytes of data; a slot holds {SLOT_DATA_SIZE}"
                 )
-            records.append(address)
-            records.append(checksum(address, data))
-            records.append(data)
-            records.append(bytes(SLOT_DATA_SIZE - len(data)))
+            records.append(address + checksum(address, data) + data + bytes(SLOT_DATA_SIZE - len(data)))
+        run_start = 0
+        for i in range(1, len(slots) + 1):
+            if i == len(slots) or slots[i] != slots[i - 1] + 1:
+                self._write_run(slots[run_start], records[run_start:i])
+                run_start = i
+
+    def _write_run(self, first_slot: int, records: list[bytes]) -> None:
         buffer = memoryview(b"".join(records))
         offset = first_slot * SLOT_SIZE
         while buffer:

@@ -30,8 +30,10 @@ import plyvel
 from localstore.chunkfile import CHUNK_FILE_NAME
 from localstore.errors import MOVE_AWAY, OverlayMismatch, StoreCorrupt, StoreLocked, UnsupportedStoreVersion
 
-FORMAT_VERSION = 4
-"""4: slots of 4,241 bytes with a 64-bit checksum each, holding up to 4,201 bytes (single-owner chunks);
+FORMAT_VERSION = 5
+"""5: evicted chunks' slots are reused (the slot count and, at a clean close, the free slots are kept
+in LevelDB), a hole in the pull index keeps its address;
+4: slots of 4,241 bytes with a 64-bit checksum each, holding up to 4,201 bytes (single-owner chunks);
 3: chunk data, pull index and address index in files, LevelDB holds cursors and state;
 2: chunk data in the slot file CHUNKS, its index in LevelDB; 1: chunk data inside LevelDB."""
 

@@ -4,8 +4,10 @@ Bin IDs in a bin are 1, 2, 3, ... with no gaps, so the pull index of a bin needs
 entry of bin ID ``n`` of bin ``b`` is at byte ``(n - 1) * ENTRY_SIZE`` of the file ``PULL-bb``
 (two decimal digits). An entry is ``address (32) || slot (6) || length (2)``, integers
 big-endian: which chunk got that bin ID, and where its data is in the chunk file
-(localstore/chunkfile.py). A chunk found damaged and dropped leaves a *hole*: its entry's slot
-field is all ones (``HOLE_SLOT``) and its address all zeros.
+(localstore/chunkfile.py). A chunk evicted by the reserve, or found damaged and dropped, leaves
+a *hole*: its entry's slot field is all ones (``HOLE_SLOT``) and its address stays, so the bin
+keeps a record of every bin ID it gave out (peers' intervals and the provable-streams log are
+over them); a hole is never offered again.
 
 These files are the store's record of which chunks it holds; the address index
 (localstore/addressindex.py) is derived from them. Entries are written before the LevelDB batch
@@ -35,7 +37,9 @@ SLOT_BYTES = 6
 LENGTH_BYTES = 2
 ENTRY_SIZE = ADDRESS_SIZE + SLOT_BYTES + LENGTH_BYTES
 HOLE_SLOT = 2 ** (8 * SLOT_BYTES) - 1
-_HOLE = bytes(ADDRESS_SIZE) + HOLE_SLOT.to_bytes(SLOT_BYTES, "big") + bytes(LENGTH_BYTES)
+_HOLE_FIELDS = HOLE_SLOT.to_bytes(SLOT_BYTES, "big") + bytes(LENGTH_BYTES)
+_HOLE = bytes(ADDRESS_SIZE) + _HOLE_FIELDS
+"""A lost entry (its address unknown): what ``repair_lost`` writes."""
 READ_BLOCK = 512
 """Entries read per pread when iterating a range (20 KiB)."""
 
@@ -146,8 +150,8 @@ class PullIndex:
             _write_all(self._fd(bin), b"".join(entries), (first_bin_id - 1) * ENTRY_SIZE)
 
     def punch(self, bin: int, bin_id: int) -> None:
-        """Turn the entry of ``bin_id`` into a hole."""
-        os.pwrite(self._fd(bin), _HOLE, (bin_id - 1) * ENTRY_SIZE)
+        """Turn the entry of ``bin_id`` into a hole, keeping its address."""
+        os.pwrite(self._fd(bin), _HOLE_FIELDS, (bin_id - 1) * ENTRY_SIZE + ADDRESS_SIZE)
 
     def read(self, bin: int, start: int, end: int) -> Iterator[PullEntry]:
         """Yield the entries of bin IDs ``start..end`` (inclusive, ``1 <= start``, ``end`` at most

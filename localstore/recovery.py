@@ -28,8 +28,9 @@ from collections.abc import Iterator, Sequence
 from localstore.addressindex import INDEX_FILE_NAME, AddressIndex, IndexEntry
 from localstore.chunkfile import CHUNK_FILE_NAME, ChunkFile
 from localstore.pullindex import PullIndex, pull_file_name
+from localstore.slots import SlotMap
 
-__all__ = ["rebuild_index", "repair_torn_files"]
+__all__ = ["rebuild_index", "repair_torn_files", "scan_slots"]
 
 log = logging.getLogger(__name__)
 
@@ -75,16 +76,18 @@ def repair_torn_files(path: str, chunk_file: ChunkFile, pull_index: PullIndex) -
 
 
 def rebuild_index(
-    path: str, pull_index: PullIndex, cursors: Sequence[int], first_lost_slot: int
-) -> tuple[AddressIndex, int]:
-    """Build the address index from the pull index; return it and how many chunks were dropped.
+    path: str, pull_index: PullIndex, cursors: Sequence[int], first_lost_slot: int, slot_count: int
+) -> tuple[AddressIndex, int, SlotMap]:
+    """Build the address index from the pull index; return it, how many chunks were dropped,
+    and the slot map (free slots, chunks per bin) derived on the way.
 
     Entries naming a slot at or past ``first_lost_slot`` (the chunk file lost their data, or
     the slot was never given out) become holes instead of index entries.
     """
     started = time.perf_counter()
     dropped: list[int] = []
-    index = AddressIndex.build(path, _kept_entries(pull_index, cursors, first_lost_slot, dropped))
+    taken: list[tuple[int, int]] = []
+    index = AddressIndex.build(path, _kept_entries(pull_index, cursors, first_lost_slot, dropped, taken))
     if dropped:
         log.warning(
             "store %s: dropped %d chunk(s) whose data %s lost; they read as missing and are "
@@ -102,11 +105,23 @@ def rebuild_index(
             len(index),
             time.perf_counter() - started,
         )
-    return index, len(dropped)
+    return index, len(dropped), SlotMap.derive(slot_count, len(cursors), taken)
+
+
+def scan_slots(pull_index: PullIndex, cursors: Sequence[int], slot_count: int) -> SlotMap:
+    """The slot map derived from the pull index alone (its summary was not kept)."""
+    taken = (
+        (bin, entry.slot) for bin, cursor in enumerate(cursors) for entry in pull_index.read(bin, 1, cursor)
+    )
+    return SlotMap.derive(slot_count, len(cursors), taken)
 
 
 def _kept_entries(
-    pull_index: PullIndex, cursors: Sequence[int], first_lost_slot: int, dropped: list[int]
+    pull_index: PullIndex,
+    cursors: Sequence[int],
+    first_lost_slot: int,
+    dropped: list[int],
+    taken: list[tuple[int, int]],
 ) -> Iterator[tuple[bytes, IndexEntry]]:
     for bin, cursor in enumerate(cursors):
         for entry in pull_index.read(bin, 1, cursor):
@@ -115,6 +130,7 @@ def _kept_entries(
                 pull_index.punch(bin, entry.bin_id)
                 dropped.append(entry.slot)
                 continue
+            taken.append((bin, entry.slot))
             yield entry.address, IndexEntry(entry.slot, entry.length, entry.bin_id)
 
 

@@ -13,6 +13,9 @@ LevelDB key layout (every key starts with a one-byte namespace; integers big-end
     b"m" b"version"              format version, 8 bytes (FORMAT_VERSION)
     b"m" b"overlay"              the owning node's 32-byte overlay address
     b"m" b"epoch"                creation time, ns since the Unix epoch, 8 bytes
+    b"m" b"slots"                the chunk file's length in slots, 8 bytes (raised with the cursors)
+    b"m" b"slotmap"              free slots and chunks per bin at the last clean close
+                                 (localstore/slots.py; derived data, trusted only after a clean close)
     b"b" bin(1)                  bin counter: the highest bin ID given out in ``bin``, 8 bytes
     b"s" key                     state namespace of other components (interval sets, ...)
 
@@ -35,6 +38,7 @@ after a clean close loses nothing.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -46,9 +50,10 @@ from localstore.chunkfile import CHUNK_FILE_NAME, ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
 from localstore.errors import MOVE_AWAY, StoreCorrupt, UnsupportedStoreVersion
 from localstore.pullindex import PullIndex, pull_file_name
-from localstore.recovery import rebuild_index, repair_torn_files
+from localstore.recovery import rebuild_index, repair_torn_files, scan_slots
+from localstore.slots import SlotMap, SlotSummaryError
 
-__all__ = ["BINS", "KEY_BIN_COUNTER", "KEY_STATE", "MAX_BIN", "META_VERSION", "StoreFiles"]
+__all__ = ["BINS", "KEY_BIN_COUNTER", "KEY_STATE", "MAX_BIN", "META_SLOTS", "META_VERSION", "StoreFiles"]
 
 MAX_BIN = 31
 """Bins are capped at PO 31: every chunk at least that close to the overlay shares bin 31."""
@@ -57,14 +62,19 @@ BINS = MAX_BIN + 1
 KEY_META = b"m"
 KEY_BIN_COUNTER = b"b"
 KEY_STATE = b"s"
+log = logging.getLogger(__name__)
+
 META_VERSION = KEY_META + b"version"
 META_OVERLAY = KEY_META + b"overlay"
 META_EPOCH = KEY_META + b"epoch"
+META_SLOTS = KEY_META + b"slots"
+META_SLOT_MAP = KEY_META + b"slotmap"
 
 
 @dataclass(slots=True)
 class StoreFiles:
-    """Everything an open store holds open; ``cursors`` is the store's live list of bin cursors.
+    """Everything an open store holds open; ``cursors`` is the store's live list of bin cursors,
+    ``slots`` its live slot map (free slots, chunks per bin).
 
     ``dropped`` is how many chunks opening dropped because their data or pull-index entries
     were lost.
@@ -78,6 +88,7 @@ class StoreFiles:
     cursors: list[int]
     epoch: int
     dropped: int
+    slots: SlotMap
 
     @classmethod
     def open(cls, path: str, overlay: bytes) -> StoreFiles:
@@ -93,22 +104,27 @@ class StoreFiles:
             db = open_leveldb(path)
             epoch = _load_metadata(db, path, overlay)
             cursors = _load_cursors(db, path)
-            slots = sum(cursors)
-            chunk_file = ChunkFile(path, slots)
+            count = _load_int(db, path, META_SLOTS)
+            generation = sum(cursors)  # bin IDs given out: every put raises it
+            chunk_file = ChunkFile(path, count)
             pull_index = PullIndex(path, cursors)
             torn = repair_torn_files(path, chunk_file, pull_index)
-            index = None if torn else AddressIndex.open(path, slots)
+            index = None if torn else AddressIndex.open(path, generation)
             dropped = sum(len(ids) for ids in pull_index.lost.values())
             if index is None:
-                index, lost_data = rebuild_index(path, pull_index, cursors, chunk_file.lost.start)
+                index, lost_data, slots = rebuild_index(
+                    path, pull_index, cursors, chunk_file.lost.start, count
+                )
                 dropped += lost_data
+            else:
+                slots = _load_slot_map(db, pull_index, cursors, count)
         except BaseException:
             for opened in (pull_index, chunk_file, db):
                 if opened is not None:
                     opened.close()
             os.close(lock_fd)
             raise
-        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch, dropped)
+        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch, dropped, slots)
 
     def release(self) -> None:
         """Flush the files and LevelDB's log to the disk, close everything, marking the address
@@ -118,7 +134,10 @@ class StoreFiles:
                 self.chunk_file.sync()
                 self.pull_index.sync()
                 # LevelDB writes its log without fsync; a synced write flushes all before it.
-                self.db.put(META_VERSION, FORMAT_VERSION.to_bytes(8, "big"), sync=True)
+                batch = self.db.write_batch(sync=True)
+                batch.put(META_SLOT_MAP, self.slots.to_bytes(sum(self.cursors)))
+                batch.put(META_VERSION, FORMAT_VERSION.to_bytes(8, "big"))
+                batch.write()
             except BaseException:
                 self.index.mark_stale()
                 raise
@@ -173,6 +192,29 @@ def _load_cursors(db: plyvel.DB, path: str) -> list[int]:
     except plyvel.Error as exc:
         raise StoreCorrupt(path, f"reading the bin counters failed: {plyvel_message(exc)}") from exc
     return cursors
+
+
+def _load_int(db: plyvel.DB, path: str, key: bytes) -> int:
+    """An 8-byte big-endian metadata value (0 if absent)."""
+    try:
+        raw = db.get(key)
+    except plyvel.Error as exc:
+        raise StoreCorrupt(path, f"reading {key[1:].decode()} failed: {plyvel_message(exc)}") from exc
+    return 0 if raw is None else int.from_bytes(raw, "big")
+
+
+def _load_slot_map(db: plyvel.DB, pull_index: PullIndex, cursors: list[int], count: int) -> SlotMap:
+    """The slot map the last clean close kept, or one derived from the pull index."""
+    try:
+        raw = db.get(META_SLOT_MAP)
+    except plyvel.Error:
+        raw = None
+    if raw is not None:
+        try:
+            return SlotMap.from_bytes(raw, sum(cursors), count, BINS)
+        except SlotSummaryError as exc:
+            log.info("slot map not used (%s): deriving it from the pull index", exc)
+    return scan_slots(pull_index, cursors, count)
 
 
 def _holds_chunks(path: str) -> bool:

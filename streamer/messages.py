@@ -78,6 +78,9 @@ class MessageType(enum.IntEnum):
     RETRIEVE_REQUEST = 0x20
     RETRIEVE_DELIVERY = 0x21
     RETRIEVE_FAILURE = 0x22
+    PUSH_DELIVERY = 0x23
+    PUSH_RECEIPT = 0x24
+    PUSH_FAILURE = 0x25
     PEERS = 0x30
     LIVE_INTEREST = 0x40
     FEED_PUSH = 0x41
@@ -528,6 +531,72 @@ class RetrieveFailure:
         _text("RetrieveFailure", "reason", self.reason, MAX_REASON_SIZE)
 
 
+# -- push syncing (0x23-0x2F) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class PushDelivery:
+    """An uploaded chunk on its way to the node closest to ``address``, hop by hop; answered by a
+    :class:`PushReceipt` from the node that stored it, or a :class:`PushFailure`."""
+
+    TYPE: ClassVar[MessageType] = MessageType.PUSH_DELIVERY
+
+    request_id: int
+    address: bytes
+    hop_limit: int
+    data: bytes
+
+    def __post_init__(self) -> None:
+        n = "PushDelivery"
+        _uint(n, "request_id", self.request_id, _U64)
+        _set(self, "address", _bytes(n, "address", self.address, ADDRESS_SIZE))
+        _uint(n, "hop_limit", self.hop_limit, _U8)
+        _set(self, "data", _chunk_data(n, self.data))
+
+    def __repr__(self) -> str:
+        return (
+            f"PushDelivery(request_id={self.request_id}, address={self.address.hex()[:12]}…, "
+            f"hop_limit={self.hop_limit}, data=<{len(self.data)} bytes>)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PushReceipt:
+    """The storer's word that it keeps the chunk: signed by its identity key over the chunk's
+    address, its overlay (derived from ``public_key``) and its storage ``radius``
+    (streamer/push_receipts.py). Relayed unchanged back along the path."""
+
+    TYPE: ClassVar[MessageType] = MessageType.PUSH_RECEIPT
+
+    request_id: int
+    address: bytes
+    public_key: bytes
+    radius: int
+    signature: bytes
+
+    def __post_init__(self) -> None:
+        n = "PushReceipt"
+        _uint(n, "request_id", self.request_id, _U64)
+        _set(self, "address", _bytes(n, "address", self.address, ADDRESS_SIZE))
+        _set(self, "public_key", _bytes(n, "public_key", self.public_key, PUBLIC_KEY_SIZE))
+        _uint(n, "radius", self.radius, _U8)
+        if self.radius > MAX_PO + 1:
+            raise MessageError(f"{n}.radius must be in 0..{MAX_PO + 1}, got {self.radius}")
+        _set(self, "signature", _bytes(n, "signature", self.signature, SIGNATURE_SIZE))
+
+
+@dataclass(frozen=True, slots=True)
+class PushFailure:
+    TYPE: ClassVar[MessageType] = MessageType.PUSH_FAILURE
+
+    request_id: int
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        _uint("PushFailure", "request_id", self.request_id, _U64)
+        _text("PushFailure", "reason", self.reason, MAX_REASON_SIZE)
+
+
 # -- peer gossip ----------------------------------------------------------------------------------
 
 
@@ -714,6 +783,9 @@ Message: TypeAlias = (
     | RetrieveRequest
     | RetrieveDelivery
     | RetrieveFailure
+    | PushDelivery
+    | PushReceipt
+    | PushFailure
     | Peers
     | LiveInterest
     | FeedPush
@@ -737,6 +809,9 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     RetrieveRequest,
     RetrieveDelivery,
     RetrieveFailure,
+    PushDelivery,
+    PushReceipt,
+    PushFailure,
     Peers,
     LiveInterest,
     FeedPush,
@@ -746,6 +821,6 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
 
 def payload_size(msg: Message) -> int:
     """Chunk-data bytes ``msg`` carries (the rest of its frame is protocol overhead)."""
-    if isinstance(msg, ChunkDelivery | RetrieveDelivery):
+    if isinstance(msg, ChunkDelivery | RetrieveDelivery | PushDelivery):
         return len(msg.data)
     return 0

@@ -37,9 +37,11 @@ from swarm.live.service import LiveService
 from swarm.live_api import live_routes
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
+from swarm.reserve_api import flag, reserve_routes, tag_header
 from swarm.retrieval import ChunkUnavailable
 from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
+from swarm.uploads import Uploads
 from syncer.evidence import EquivocationLog
 
 
@@ -64,6 +66,9 @@ class Node(Protocol):
     def store(self) -> ChunkLookup: ...
 
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
+
+    @property
+    def uploads(self) -> Uploads: ...
 
     def statistics(self) -> NodeStatistics: ...
 
@@ -115,6 +120,7 @@ def build_app(node: Node) -> ASGIApp:
         *chunk_routes(node),
         *file_routes(node),
         *report_routes(node),
+        *reserve_routes(node, parse_address),  # uploads' tags and pins (issue 17)
         *dashboard_routes(),
         *live_routes(node.live, node.overlay),  # live propagation (swarm/live_api.py)
         # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
@@ -177,8 +183,10 @@ def file_routes(node: Node) -> list[Route]:
     """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}."""
 
     async def post_bytes(request: Request) -> Response:
-        # the splitter computes every chunk's address from its data: nothing to verify again
-        upload = Upload(partial(node.store_chunks, verified=True))
+        # -- receipts and pins (issue 17): the upload is a tag of the pusher (swarm/uploads.py);
+        # its chunks' addresses are computed by the splitter, so they are stored unverified
+        session = node.uploads.begin(tag_header(request))
+        upload = Upload(session.store)
         try:
             async for piece in request.stream():
                 upload.feed(piece)
@@ -186,9 +194,11 @@ def file_routes(node: Node) -> list[Route]:
             exc.add_note(f"upload cut short after {upload.size} bytes ({upload.chunks} chunks stored)")
             raise
         reference = upload.finish()
-        return JSONResponse(
-            {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks}, status_code=201
-        )
+        pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
+        receipts = await node.uploads.finish(session, reference, pin=pin, wait=wait)
+        body = {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
+        return JSONResponse(body, status_code=201, headers={"swarm-tag": str(session.tag.uid)})
+        # -- end of receipts and pins
 
     async def get_bytes(request: Request) -> Response | TreeResponse:
         reference = parse_address(request.path_params["reference"])

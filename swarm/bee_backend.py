@@ -75,15 +75,22 @@ class NodeBeeBackend:
         stats = self._statistics()
         depth = stats.depth
         neighbours = sum(1 for c in stats.connections if c.po >= depth)
+        reserve = stats.reserve
         return BeeStatus(
-            reserve_size=stats.chunks,
-            reserve_size_within_radius=stats.chunks,
+            reserve_size=reserve.size,
+            reserve_size_within_radius=reserve.size_within_radius,
             pullsync_rate=self._pullsync_rate(stats),
-            storage_radius=depth,
+            storage_radius=reserve.radius,
             connected_peers=len(stats.connections),
             neighborhood_size=neighbours,
             is_warming_up=not stats.connections,
-            extras={"fully_synced": stats.sync.fully_synced},
+            extras={
+                "fully_synced": stats.sync.fully_synced,
+                "capacity": reserve.capacity,
+                "depth": depth,
+                "evicted": reserve.evicted,
+                "pending_push": reserve.pending_push,
+            },
         )
 
     def _pullsync_rate(self, stats: NodeStatistics) -> float:

@@ -30,6 +30,7 @@ from swarm.cli_common import (
     positive_seconds,
     worker_count,
 )
+from swarm.cli_reserve import add_capacity_option, add_upload_options, neighbourhood_size
 from swarm.localswarm import LocalSwarmError
 from syncer.verifier import default_workers
 
@@ -89,6 +90,8 @@ def cmd_node(args: argparse.Namespace) -> int:
         verify_workers=args.verify_workers,
         channel=args.channel,
         dial_networks=tuple(args.dial_allow),
+        neighbourhood_size=args.neighbourhood_size,
+        **({"capacity": args.capacity} if args.capacity else {}),
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -207,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="tls (default): every connection is TLS 1.3, bound to the peers' identities; plain: no "
         "encryption, for measuring what TLS costs (a plain node only talks to plain nodes)",
     )
+    add_capacity_option(p)  # issue 17: the reserve
+    p.add_argument(
+        "--neighbourhood-size",
+        type=neighbourhood_size,
+        default=3,
+        metavar="N",
+        help="peers at or beyond the depth a node wants; the depth caps the storage radius (default 3)",
+    )
     p.set_defaults(func=cmd_node)
 
     p = sub.add_parser(
@@ -233,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show the live view of every node (as `sync-status --watch --all`)",
     )
+    add_capacity_option(p)
     p.set_defaults(func=_command("swarm.cli_up", "cmd_up"))
 
     p = sub.add_parser(
@@ -243,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="the file to upload; - reads standard input")
     add_target_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_upload_options(p)
     p.set_defaults(func=_client_command("cmd_upload"))
 
     p = sub.add_parser(
@@ -299,9 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_client_command("cmd_dashboard"))
 
     from swarm.cli_feed import add_feed_parser
+    from swarm.cli_reserve import register as add_pin_parser
     from swarm.sim import add_sim_parser
 
     add_feed_parser(sub)
+    add_pin_parser(sub)
     add_sim_parser(sub)
 
     from swarm.cli_live import add_live_parsers  # topic, loss (live propagation; feed follow: cli_feed)

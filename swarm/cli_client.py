@@ -12,6 +12,7 @@ from typing import IO, Any
 import httpx
 
 from swarm.cli_common import CliError, all_apis, api_get, print_json, response_message, target_api
+from swarm.cli_reserve import ReceiptWatch, upload_headers
 
 # -- swarm sync-status --------------------------------------------------------------------------
 
@@ -49,17 +50,28 @@ def sync_status_all(args: argparse.Namespace) -> int:
                 note = str(exc)
         if doc is None:
             down.append(index)
-            rows.append([index, "", None, None, None, "down"])
+            rows.append([index, "", None, None, None, None, None, "down"])
             docs.append({"node": index, "error": note})
             continue
         docs.append({"node": index, **doc})
+        reserve = doc.get("reserve", {})
         rows.append(
-            [index, doc["overlay"][:16], doc["depth"], len(doc["peers"]), doc["chunks"], doc["fully_synced"]]
+            [
+                index,
+                doc["overlay"][:16],
+                doc["depth"],
+                len(doc["peers"]),
+                doc["chunks"],
+                reserve.get("radius"),
+                reserve.get("evicted"),
+                doc["fully_synced"],
+            ]
         )
     if args.json:
         print_json(docs)
     else:
-        print(table(["node", "overlay", "depth", "peers", "chunks", "fully synced"], rows))
+        headers = ["node", "overlay", "depth", "peers", "chunks", "radius", "evicted", "fully synced"]
+        print(table(headers, rows))
     if down:
         sys.stdout.flush()
         which = "every node is" if len(down) == len(rows) else f"{len(down)} of {len(rows)} nodes are"
@@ -131,20 +143,26 @@ def cmd_upload(args: argparse.Namespace) -> int:
     url = target_api(args)
     progress = Progress(size, enabled=sys.stderr.isatty() and not args.quiet)
 
+    receipts = ReceiptWatch(url, enabled=progress.enabled)  # issue 17: the upload's receipts
+
     def body() -> Iterator[bytes]:
         with source:
             while piece := source.read(256 * 1024):
                 progress.advance(len(piece))
                 yield piece
-
+        progress.done()
+        receipts.follow()  # the bytes are out: the node now waits for the chunks' receipts
     try:
-        response = httpx.post(f"{url}/bytes", content=body(), timeout=None)
+        headers = upload_headers(args, receipts.tag)
+        response = httpx.post(f"{url}/bytes", content=body(), headers=headers, timeout=None)
     except httpx.HTTPError as exc:
         raise CliError(f"upload to {url} failed: {exc}") from None
     finally:
         progress.done()
+        receipts.done({})
     if response.status_code != 201:
         raise CliError(f"upload to {url} failed with {response.status_code}: {response_message(response)}")
+    receipts.done(response.json())
     print(response.json()["reference"])
     return 0
 
@@ -249,6 +267,10 @@ class Progress:
         self._bar = Progress(*columns, console=Console(stderr=True))
         self._task = self._bar.add_task("", total=total)  # total None (standard input): no bar length
         self._bar.start()
+
+    @property
+    def enabled(self) -> bool:
+        return self._bar is not None
 
     def advance(self, amount: int) -> None:
         if self._bar is not None:

@@ -30,6 +30,8 @@ def dashboard_url(api: str, ports: list[str]) -> str:
 
 def cmd_up(args: argparse.Namespace) -> int:
     node_args = ["--suggest", args.suggest, "--network-id", str(args.network_id)]
+    if getattr(args, "capacity", None):
+        node_args += ["--capacity", str(args.capacity)]
     os.environ["SWARM_LOG_LEVEL"] = args.log_level  # the nodes inherit it
     notes: deque[str] = deque(maxlen=6)  # what --watch shows under its tables
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from localstore.cache import DEFAULT_CACHE_BYTES
+from localstore.capacity import DEFAULT_CAPACITY
 from swarm.live.config import LiveConfig
 from syncer.pullsync import PullerConfig
 
@@ -48,4 +49,8 @@ class NodeConfig:
     # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
     # 0: verify in the node's own process
     verify_workers: int = 0
+    capacity: int = DEFAULT_CAPACITY  # chunks the reserve keeps (localstore/reserve.py)
+    evict_batch: int = 256  # chunks evicted at most before other tasks run again
+    push_workers: int = 16  # uploaded chunks pushed at once (swarm/pusher.py)
+    receipt_timeout: float = 60.0  # how long POST /bytes waits for its last receipts
     live: LiveConfig = field(default_factory=LiveConfig)  # live propagation (docs/live.md)

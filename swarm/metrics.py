@@ -14,6 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from swarm.live.metrics import live_families
+from swarm.reserve_status import reserve_families
 from swarm.statistics import NodeStatistics
 from swarm.status import loss_totals
 from syncer.stats import COUNTERS
@@ -60,6 +61,7 @@ class NodeCollector(Collector):
             family.add_metric(["out"], totals[f"{kind}_bytes_out"])
             yield family
         yield from _retrieval_families(stats)
+        yield from reserve_families(stats.reserve)
         yield CounterMetricFamily(
             "swarm_protocol_violations", "peers dropped for breaking the protocol", value=stats.violations
         )

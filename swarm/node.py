@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 import trio
 
@@ -26,6 +28,8 @@ from kademlia import PeerTable, get_strategy, sync_bins
 from kademlia.addresses import AddressBook, Backoff, DialPolicy, PeerAddress
 from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
+from localstore.pins import Pins
+from localstore.reserve import Reserve
 from pot import MAX_PO, proximity
 from streamer.channel import TlsCredentials
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
@@ -36,11 +40,17 @@ from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
 from swarm.live.assembly import build_live_service
+from swarm.offer_leases import LeasedStore, OfferLeases
 from swarm.peer import Peer
+from swarm.pusher import Pusher
+from swarm.pushsync import PushSync, closer_peers
 from swarm.repair import Repair
+from swarm.reserve_status import reserve_status
+from swarm.reserve_worker import ReserveWorker
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
 from swarm.statistics import NodeStatistics, collect_statistics
+from swarm.uploads import Uploads
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
@@ -52,6 +62,9 @@ from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
 
+DEPTH_SETTLE = 60.0
+"""Seconds the depth must hold before the storage radius is capped by it (see _known_depth): a
+neighbour that restarts, or peers still connecting, must not make the reserve churn."""
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
@@ -73,6 +86,7 @@ class Node:
         self._build_storage()
         self._build_network()
         self._build_services()
+        self._build_reserve()
 
     def _build_storage(self) -> None:
         """Identity, store, and the pulling side's state: what chunks come in through."""
@@ -84,10 +98,17 @@ class Node:
         self.verifier = ChunkVerifier(config.verify_workers)
         self.transfers = Transfers()
         self.equivocations = EquivocationLog(self.store)
+        self.pins = Pins(self.store)
+        self.reserve = Reserve(self.store, config.capacity, [self.pins])
         self.intake = ChunkIntake(
-            self.store, verifier=self.verifier, stored=self.transfers.stored, evidence=self.equivocations
+            self.store,
+            verifier=self.verifier,
+            stored=self._stored,
+            evidence=self.equivocations,
+            within_radius=self.reserve.within_radius,
         )
         self.puller = Puller(IntervalStore(self.store), rule=self.sync_rule, config=config.puller)
+        self.puller.set_radius(self.reserve.radius)
 
     def _build_network(self) -> None:
         """The peer table, the address book and its policy, sessions, the manager, gossip."""
@@ -155,6 +176,73 @@ class Node:
         )
         self.store.on_drop = self.repair.dropped
 
+    def _build_reserve(self) -> None:
+        """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
+        config = self.config
+        self._depth_since: tuple[int, float] | None = None  # the depth and since when it holds
+        self.offer_leases = OfferLeases()
+        self.reserve.add_guard(self.offer_leases)
+        self.reserve_worker = ReserveWorker(
+            self.reserve,
+            depth=self._known_depth,
+            historical_done=self.puller.fully_synced,
+            radius_changed=self.puller.set_radius,
+            batch=config.evict_batch,
+        )
+        self.pushsync = PushSync(
+            self.identity,
+            config.network_id,
+            next_hops=lambda address, origin: closer_peers(
+                self.overlay, address, self.sessions.peers.values(), origin
+            ),
+            store=lambda chunk: self.intake.store_many([chunk], verified=True),
+            responsible=self._responsible,
+            radius=lambda: self.reserve.radius,
+            hop_limit=config.hop_limit,
+            timeout=config.retrieve_timeout,
+        )
+        self.pusher = Pusher(
+            self.store,
+            get_chunk=self.store.get,
+            push=self.pushsync.push,
+            responsible=self._responsible,
+            has_peers=lambda: bool(self.sessions.peers),
+            workers=config.push_workers,
+        )
+        self.reserve.add_holder(self.pusher)
+        self.uploads = Uploads(
+            self.pusher,
+            self.pins,
+            store_chunks=self._store_uploaded,
+            store_checked=partial(self._store_uploaded, verified=False),
+            get_chunk=self.retrieval.get,
+            protected_changed=self.reserve_worker.wake,
+            receipt_timeout=config.receipt_timeout,
+        )
+
+    def _stored(self, addresses: Iterable[bytes]) -> None:
+        """Chunks entered the store: batches waiting for them may be complete; the reserve may
+        be over capacity."""
+        self.transfers.stored(addresses)
+        self.reserve_worker.wake()
+
+    def _known_depth(self) -> int | None:
+        """The depth, once this node has a neighbourhood (enough connected peers) and its depth
+        has held for DEPTH_SETTLE seconds; else None. The reserve caps the radius by it: a depth
+        seen while peers are still connecting would make it evict chunks it is about to be rid of
+        anyway, which syncing would then bring back."""
+        if self.table.connected_count() < self.config.neighbourhood_size:
+            self._depth_since = None
+            return None
+        depth, now = self.table.depth(), trio.current_time()
+        if self._depth_since is None or self._depth_since[0] != depth:
+            self._depth_since = (depth, now)
+        return depth if now - self._depth_since[1] >= DEPTH_SETTLE else None
+
+    def _responsible(self, address: bytes) -> bool:
+        """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
+        return proximity(self.overlay, address) >= self.table.depth()
+
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
 
@@ -184,6 +272,8 @@ class Node:
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.live.run)
                 nursery.start_soon(self.repair.run)
+                await nursery.start(self.reserve_worker.run)
+                await nursery.start(self.pusher.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
@@ -256,13 +346,19 @@ class Node:
         return Peer(
             conn,
             min(proximity(self.overlay, overlay), MAX_PO),
-            upstream=Upstream(conn, self.store, live_idle=self.config.live_idle),
+            # the upstream sees the store through leases: what it offers is not evicted meanwhile
+            upstream=Upstream(
+                conn,
+                cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
+                live_idle=self.config.live_idle,
+            ),
             client=client,
             requests=requests,
             on_retrieve_request=self.retrieval.on_request,
             on_peers=self._on_peers,
             on_live=self.live.on_message,
             retrieve_timeout=timeout,
+            on_push_delivery=self.pushsync.on_delivery,
         )
 
     # -- topology -----------------------------------------------------------------------------
@@ -323,8 +419,13 @@ class Node:
         return await self.sessions.connect(host, port)
 
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int:
-        """Store chunks through the intake (uploads: ``verified=True``); returns how many were new.
+        """Store uploaded chunks through the intake (``verified=True``: their addresses were just
+        computed) and push them to their neighbourhoods in the background; returns how many were new.
         Uploaded updates of a feed someone follows are pushed to the followers too (docs/live.md)."""
+        return self.uploads.store_and_push(chunks, verified=verified)
+
+    def _store_uploaded(self, chunks: list[Chunk], *, verified: bool = True) -> int:
+        """An upload's chunks into the store; a followed feed's updates to the followers too."""
         new = self.intake.store_many(chunks, verified=verified)
         self.live.uploaded(chunks)
         return new
@@ -349,5 +450,8 @@ class Node:
             },
             equivocations=self.equivocations.count,
             repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
+            reserve=reserve_status(
+                self.reserve, self.pusher, self.pushsync, len(self.pins.roots()), len(self.pins)
+            ),
             live=self.live.statistics(),
         )

@@ -25,6 +25,9 @@ from streamer.messages import (
     Message,
     OfferedHashes,
     Peers,
+    PushDelivery,
+    PushFailure,
+    PushReceipt,
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
@@ -35,6 +38,7 @@ from streamer.messages import (
     WantedHashes,
 )
 from streamer.requests import RequestTable
+from swarm.push_requests import PushRequests
 from syncer.pullsync import PullSyncClient
 from syncer.upstream import Upstream
 
@@ -58,6 +62,7 @@ class Peer:
         on_peers: Callable[[Peer, Peers], None],
         on_live: Callable[[Peer, LiveInterest | FeedPush | TopicPush], None] = lambda peer, msg: None,
         retrieve_timeout: float,
+        on_push_delivery: Callable[[Peer, PushDelivery], None] | None = None,
     ) -> None:
         self.conn = conn
         self.overlay = conn.overlay
@@ -66,6 +71,8 @@ class Peer:
         self.client = client
         self.requests = requests
         self.retrieve_timeout = retrieve_timeout
+        self.pushes = PushRequests()
+        push_delivery = on_push_delivery or (lambda peer, msg: None)
         self._routes: dict[type, Callable[[Any], None]] = {
             CursorsRequest: upstream.on_cursors_request,
             Subscribe: upstream.on_subscribe,
@@ -75,6 +82,9 @@ class Peer:
             RetrieveDelivery: self.requests.on_delivery,
             RetrieveFailure: self.requests.on_failure,
             Peers: lambda msg: on_peers(self, msg),
+            PushDelivery: lambda msg: push_delivery(self, msg),
+            PushReceipt: self.pushes.on_receipt,
+            PushFailure: self.pushes.on_failure,
             LiveInterest: lambda msg: on_live(self, msg),  # live propagation (swarm.live)
             FeedPush: lambda msg: on_live(self, msg),
             TopicPush: lambda msg: on_live(self, msg),
@@ -110,7 +120,12 @@ class Peer:
             self.conn, address, hop_limit=hop_limit, timeout=timeout or self.retrieve_timeout
         )
 
+    async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt:
+        """Push a chunk to this peer (swarm/pushsync.py); returns the receipt that comes back."""
+        return await self.pushes.push(self.conn, address, data, hop_limit=hop_limit, timeout=timeout)
+
     def closed(self, reason: str) -> None:
         """The connection is gone: fail what we asked of it, release what it was pulling."""
         self.requests.fail_all(reason)
+        self.pushes.fail_all(reason)
         self.client.close()

@@ -7,11 +7,12 @@ other and none of them reaches into a running service.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
 from swarm.live.service import LiveStatistics
+from swarm.reserve_status import ReserveStatus
 from swarm.retrieval import Retrieval, RetrievalStatistics
 from swarm.sessions import Disconnection, Sessions
 from syncer.puller import Puller, PullerStatistics
@@ -64,6 +65,8 @@ class NodeStatistics:
     saturation: int
     live: LiveStatistics | None = None  # live propagation: the loss table and its traffic
 
+    reserve: ReserveStatus = field(default_factory=ReserveStatus)  # capacity, radius, receipts
+
     @property
     def depth(self) -> int:
         return self.sync.depth
@@ -83,6 +86,7 @@ def collect_statistics(
     gossip: dict[str, int],
     equivocations: int,
     repairs: dict[str, int],
+    reserve: ReserveStatus | None = None,
     live: LiveStatistics | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
@@ -118,5 +122,6 @@ def collect_statistics(
         table=table.snapshot(),
         strategy=strategy,
         saturation=saturation,
+        reserve=reserve or ReserveStatus(),
         live=live,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from swarm.reserve_status import reserve_document
 from swarm.sessions import TRAFFIC, Disconnection
 from swarm.statistics import ConnectionStatus, NodeStatistics
 from syncer.puller import PeerSyncStatus
@@ -29,6 +30,7 @@ def sync_document(stats: NodeStatistics) -> dict[str, Any]:
         # worker processes verifying synced chunks (fewer than configured: one died, see the log)
         "verify_workers": stats.verify_workers,
         "fully_synced": all(p["fully_synced"] for p in peers),
+        "reserve": reserve_document(stats.reserve),
         "peers": peers,
         "totals": loss_totals(stats),
         "disconnected": [_disconnection(stats, d) for d in stats.disconnections],

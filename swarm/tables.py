@@ -73,6 +73,8 @@ def sync_status_text(doc: dict[str, Any]) -> str:
         row.append(_cell(peer["fully_synced"]))
         loss_rows.append(row)
     parts = [head]
+    if "reserve" in doc:  # issue 17: capacity, radius, evictions, receipts
+        parts[0] += "\n" + reserve_text(doc["reserve"])
     if bin_rows:
         parts.append(table(["peer", "po", "bin", "cursor", "synced", "lag", "synced?"], bin_rows))
     loss_headers = ["peer", "po", "offered", "wanted", "delivered"]
@@ -90,6 +92,15 @@ def sync_status_text(doc: dict[str, Any]) -> str:
     if notable:
         parts.append(notable)
     return "\n\n".join(parts)
+
+
+def reserve_text(r: dict[str, Any]) -> str:
+    """One line on the reserve: fill, radius, evictions, pins and uploads' receipts."""
+    return (
+        f"reserve {r['size']}/{r['capacity']} chunks ({r['size_within_radius']} within radius "
+        f"{r['radius']})  evicted {r['evicted']}  pinned {r['pinned']}  waiting for receipts "
+        f"{r['pending_push']}  receipts {r['receipts']} (+{r['own_receipts']} own)"
+    )
 
 
 NODE_EVENTS = {

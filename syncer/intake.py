@@ -45,14 +45,21 @@ class ChunkIntake:
         verifier: ChunkVerifier | None = None,
         stored: Callable[[Iterable[bytes]], None] = lambda addresses: None,
         evidence: EquivocationLog | None = None,
+        within_radius: Callable[[bytes], bool] = lambda address: True,
     ) -> None:
         self._store = store
         self.verifier = verifier or ChunkVerifier()  # without workers: verifies inline
         self._stored = stored
         self.evidence = evidence
+        self._within_radius = within_radius
 
     def has(self, address: bytes) -> bool:
         return self._store.has(address)
+
+    def unwanted(self, address: bytes) -> bool:
+        """Not to be pulled: stored already, or outside the storage radius (the reserve would
+        evict it again: localstore/reserve.py)."""
+        return not self._within_radius(address) or self._store.has(address)
 
     def store(self, chunk: Chunk) -> bool:
         """Verify and store one chunk; True if it was new. `InvalidChunk` stores nothing."""

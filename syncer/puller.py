@@ -1,9 +1,14 @@
 """Puller: which peers, bins and ranges to pull, and the record of what has been synced.
 
 The sync rule is applied here and nowhere else: for a peer at proximity order `po`, with this
-node's depth `d`, `rule(po, d)` names the upstream bins to pull (kademlia's `sync_bins`). When
-the depth changes (`set_depth`), every peer's bins are re-evaluated: new bins start, bins no
-longer wanted stop (their intervals stay stored, so pulling them again later resumes).
+node's depth `d` and storage radius `r` (localstore/reserve.py; at most `d`), the upstream bins
+to pull are those of `rule(po, d)` (kademlia's `sync_bins`) that are `>= r`, as Bee's puller
+combines them: a full reserve stops pulling the bins of peers farther than its radius. When the
+depth or the radius changes (`set_depth`, `set_radius`), every peer's bins are re-evaluated: new
+bins start, bins no longer wanted stop (their intervals stay stored, so pulling them again later
+resumes). When the radius goes *down*, the intervals of every bin below the old radius are
+dropped (as Bee does), so the chunks evicted or passed over while they were outside it are
+offered, and wanted, again.
 
 Per peer it asks the cursors and the store epoch first; a changed epoch voids every interval kept
 for that peer (its store was wiped: a new cycle, counted as a reset). Per bin it runs the live
@@ -75,6 +80,7 @@ class PeerSyncStatus:
 class PullerStatistics:
     depth: int
     fully_synced: bool
+    radius: int
     peers: tuple[PeerSyncStatus, ...]  # connected peers, by overlay
     stats: dict[bytes, StatsSnapshot]  # loss counters of every peer ever pulled from
 
@@ -118,6 +124,7 @@ class Puller:
         self.config = config or PullerConfig()
         self.clock = clock
         self.depth = 0
+        self.radius = 0
         self._peers: dict[bytes, _Peer] = {}
         self.stats: dict[bytes, PeerStats] = {}  # every peer ever pulled from
 
@@ -144,7 +151,7 @@ class Puller:
                 log.info("peer %s has a new store epoch: its intervals were voided", overlay.hex()[:12])
             peer.intervals = self.intervals.bins(overlay)
             peer.started = True
-            self._set_bins(peer, self.rule(po, self.depth))
+            self._set_bins(peer, self.bins_for(po))
             while True:
                 await trio.sleep(self.config.cursor_refresh)
                 await client.cursors()
@@ -152,15 +159,41 @@ class Puller:
             if self._peers.get(overlay) is peer:
                 del self._peers[overlay]
 
+    def bins_for(self, po: int) -> list[int]:
+        """The bins to pull from a peer at ``po``: the rule's, at or above the radius."""
+        return [bin for bin in self.rule(po, self.depth) if bin >= self.radius]
+
     def set_depth(self, depth: int) -> None:
         """Our depth changed: every peer's bins follow the rule again."""
         if depth == self.depth:
             return
         log.info("depth %d -> %d", self.depth, depth)
         self.depth = depth
+        self._follow()
+
+    def set_radius(self, radius: int) -> None:
+        """Our storage radius changed: every peer's bins follow; going down, the intervals below
+        the old radius are dropped so that what was passed over is pulled again."""
+        if radius == self.radius:
+            return
+        old, self.radius = self.radius, radius
+        if radius < old:
+            self._forget_below(old)
+        self._follow()
+
+    def _forget_below(self, radius: int) -> None:
+        for overlay in self.intervals.peers():
+            for bin in self.intervals.bins(overlay):
+                if bin < radius:
+                    self.intervals.put(overlay, bin, Intervals(1))
+        for peer in self._peers.values():
+            for bin in [b for b in peer.intervals if b < radius]:
+                peer.intervals[bin] = Intervals(1)
+
+    def _follow(self) -> None:
         for peer in self._peers.values():
             if peer.started:
-                self._set_bins(peer, self.rule(peer.po, depth))
+                self._set_bins(peer, self.bins_for(peer.po))
 
     def record(self, peer: bytes, bin: int, start: int, end: int) -> None:
         """A batch of `peer`'s `bin` is complete: `[start, end]` is synced (persisted at once)."""
@@ -218,6 +251,7 @@ class Puller:
         return PullerStatistics(
             depth=self.depth,
             fully_synced=all(p.fully_synced for p in peers),
+            radius=self.radius,
             peers=tuple(peers),
             stats={overlay: stats.snapshot() for overlay, stats in self.stats.items()},
         )

@@ -187,7 +187,7 @@ class PullSyncClient:
         return self.transfers.open_batches(self.overlay)
 
     async def _answer(self, offer: OfferedHashes, priority: Priority) -> None:
-        wanted = self.transfers.offer(self.overlay, offer, self.intake.has)
+        wanted = self.transfers.offer(self.overlay, offer, self.intake.unwanted)
         want = WantedHashes.from_indices(offer.bin, offer.live, offer.start, offer.end, wanted)
         self.session.send(want)
         now = self.clock()

@@ -169,7 +169,7 @@ def test_leveldb_gone_but_chunk_data_left_is_refused_untouched(tmp_path: Path) -
     assert snapshot(path) == files
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_an_older_store_is_refused_with_what_to_do(tmp_path: Path, version: int) -> None:
     path = tmp_path / "s"
     filled(path, random_chunks(2, seed=10))
@@ -179,7 +179,7 @@ def test_an_older_store_is_refused_with_what_to_do(tmp_path: Path, version: int)
     marker.write_text(json.dumps(fields))
     with pytest.raises(
         UnsupportedStoreVersion,
-        match=f"version {version}; this code reads version 4 only "
+        match=f"version {version}; this code reads version 5 only "
         r"\(an older format: move the directory away",
     ):
         LocalStore(path, OVERLAY)

@@ -31,6 +31,9 @@ from streamer import (
     Peers,
     Ping,
     Pong,
+    PushDelivery,
+    PushFailure,
+    PushReceipt,
     RemoteProtocolError,
     RetrieveDelivery,
     RetrieveFailure,
@@ -89,6 +92,15 @@ GOLDEN = [
     (RetrieveRequest(7, b"\xcc" * 32, 3), "0000002a 20 0000000000000007" + " cc" * 32 + " 03"),
     (RetrieveDelivery(7, CHUNK), "00000014 21 0000000000000007 0300000000000000 666f6f"),
     (RetrieveFailure(7, "not found"), "00000014 22 0000000000000007 0009 6e6f7420666f756e64"),
+    (
+        PushDelivery(7, b"\xcc" * 32, 3, CHUNK),
+        "00000035 23 0000000000000007" + " cc" * 32 + " 03 0300000000000000 666f6f",
+    ),
+    (
+        PushReceipt(7, b"\xcc" * 32, b"\xdd" * 32, 5, b"\xee" * 64),
+        "0000008a 24 0000000000000007" + " cc" * 32 + " dd" * 32 + " 05" + " ee" * 64,
+    ),
+    (PushFailure(7, "no peer"), "00000012 25 0000000000000007 0007 6e6f2070656572"),
     (Goodbye(GoodbyeCode.WRONG_NETWORK, "bye"), "00000008 02 0003 0003 627965"),
     (Hello(bytes(range(32))), "00000021 05 " + bytes(range(32)).hex()),
     (

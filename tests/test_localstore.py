@@ -268,7 +268,7 @@ def test_cursors_and_everything_persist_across_reopen(store_path: Path) -> None:
         assert {b: list(store.iter_bin(b, 1)) for b in range(BINS)} == index
         assert all(store.get(chunk.address) == chunk for chunk in chunks)
         assert store.get_state(b"intervals/peer") == b"1-50"
-        assert store.statistics() == StoreStatistics(chunks=50, cursors=tuple(cursors), epoch=epoch)
+        assert store.statistics() == StoreStatistics(chunks=50, cursors=tuple(cursors), epoch=epoch, slots=50)
         # New chunks continue the bin IDs where they were.
         extra = random_chunks(10, seed=8)
         store.put_many(extra)

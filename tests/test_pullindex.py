@@ -103,13 +103,13 @@ def test_long_ranges_are_read_in_blocks(tmp_path: Path) -> None:
     assert (tmp_path / pull_file_name(0)).stat().st_size == count * ENTRY_SIZE
 
 
-def test_a_hole_is_written_in_place(tmp_path: Path) -> None:
+def test_a_hole_is_written_in_place_keeping_its_address(tmp_path: Path) -> None:
     index = PullIndex(str(tmp_path), [0, 0, 0])
     index.append(2, 1, [encode_entry(address(n), n, 10) for n in range(3)])
     index.punch(2, 2)
     index.close()
     raw = (tmp_path / pull_file_name(2)).read_bytes()
-    assert raw[ENTRY_SIZE : 2 * ENTRY_SIZE] == bytes(32) + HOLE_SLOT.to_bytes(6, "big") + bytes(2)
+    assert raw[ENTRY_SIZE : 2 * ENTRY_SIZE] == address(1) + HOLE_SLOT.to_bytes(6, "big") + bytes(2)
     assert raw[2 * ENTRY_SIZE : 2 * ENTRY_SIZE + 32] == address(2)
 
 

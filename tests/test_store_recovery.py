@@ -25,7 +25,7 @@ from localstore import BINS, Chunk, ChunkNotFound, LocalStore
 from localstore.addressindex import AddressIndex
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
-from localstore.storefiles import KEY_BIN_COUNTER
+from localstore.storefiles import KEY_BIN_COUNTER, META_SLOTS
 from tests.test_localstore import OVERLAY, naive_bin, random_chunks
 
 
@@ -94,7 +94,8 @@ def check_recovered(
             again = [p for p in lost if p.bin == bin]
             ids = [i for i, address in store.iter_bin(bin, cursors[bin] + 1)]
             assert ids == list(range(cursors[bin] + 1, cursors[bin] + 1 + len(again)))
-    assert (path / CHUNK_FILE_NAME).stat().st_size == (len(placed) + len(lost)) * SLOT_SIZE
+    # the lost chunks' slots were free again (no entry names them): storing them again reused them
+    assert (path / CHUNK_FILE_NAME).stat().st_size == len(placed) * SLOT_SIZE
 
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -256,22 +257,41 @@ def test_a_clean_close_flushes_every_file_to_the_disk(
     assert synced.index(CHUNK_FILE_NAME) < synced.index("ADDRESSES"), "data before the clean mark"
 
 
-def test_entries_naming_slots_past_the_cursors_are_dropped(tmp_path: Path) -> None:
-    """A LevelDB that lost one bin's last increment but kept a later one (what a lossy repair
-    can give) leaves an entry naming a slot past those the cursors cover, which the next put
-    takes: that entry is dropped at open, not left to name another chunk's slot."""
+def test_entries_naming_slots_past_the_slot_count_are_dropped(tmp_path: Path) -> None:
+    """A LevelDB that lost one bin's last increment and the slot count's (what a lossy repair
+    can give) leaves entries naming slots past the count, which the next put takes: those
+    entries are dropped at open, not left to name another chunk's slot."""
     path = tmp_path / "s"
     placed = fill(path, random_chunks(30, seed=8))
     last = placed[-1]
     regressed = max((p for p in placed if p.bin != last.bin), key=lambda p: p.slot)
     db = plyvel.DB(str(path))
     db.put(KEY_BIN_COUNTER + bytes((regressed.bin,)), (regressed.bin_id - 1).to_bytes(8, "big"))
+    db.put(META_SLOTS, regressed.slot.to_bytes(8, "big"))
     db.close()
     with LocalStore(path, OVERLAY) as store:
         assert len(store) == len(placed) - 2
         assert not store.has(last.chunk.address) and not store.has(regressed.chunk.address)
         assert store.put(last.chunk) and store.put(regressed.chunk)
         assert [store.get(p.chunk.address) for p in placed] == [p.chunk for p in placed]
+
+
+def test_an_entry_past_a_regressed_cursor_frees_its_slot(tmp_path: Path) -> None:
+    """A bin cursor that lost its last increment while the slot count kept it: the entry past
+    the cursor is cut off, its slot is free, and the next put takes it without harm."""
+    path = tmp_path / "s"
+    placed = fill(path, random_chunks(30, seed=8))
+    regressed = max((p for p in placed if p.bin != placed[-1].bin), key=lambda p: p.slot)
+    db = plyvel.DB(str(path))
+    db.put(KEY_BIN_COUNTER + bytes((regressed.bin,)), (regressed.bin_id - 1).to_bytes(8, "big"))
+    db.close()
+    with LocalStore(path, OVERLAY) as store:
+        assert len(store) == len(placed) - 1
+        assert store.statistics().free_slots == 1
+        assert store.put(regressed.chunk)
+        assert store.statistics().free_slots == 0
+        assert [store.get(p.chunk.address) for p in placed] == [p.chunk for p in placed]
+    assert (path / CHUNK_FILE_NAME).stat().st_size == len(placed) * SLOT_SIZE
 
 
 def test_an_open_that_fails_while_recovering_leaves_no_index_to_trust(
