@@ -47,6 +47,9 @@ CPUs a total near ``2 * sync_s`` means CPU-bound. ``loss_b`` holds
 B's non-zero loss counters for A, ``log`` the disconnects and warnings in each node's log (the
 nodes run at INFO level). ``--py-spy FILE`` records B's CPU profile during the sync.
 
+``--channel plain`` runs both nodes without TLS (``--channel tls``, the default, is how nodes
+are deployed): the difference is what the secure channel costs.
+
 ``--runs N`` repeats the whole measurement (fresh directories, ingest passes, sync) N times, for
 this bench's run-to-run noise on a shared VM; the line is then the first run's, plus ``runs``,
 ``ratios`` and ``sync_rates`` (every run's, in order) and ``ratio_median``.
@@ -360,10 +363,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         preload_s = time.perf_counter() - started
         del chunks
         load_before = load_average()
-        with NodeProcess(tmp / "a") as a:
+        channel = ["--channel", args.channel]
+        with NodeProcess(tmp / "a", extra=channel) as a:
             cpu_a0 = cpu_seconds(pid_of(a))
             workers = [] if args.verify_workers is None else ["--verify-workers", str(args.verify_workers)]
-            b, watch = start_downstream(tmp / "b", [a], workers)
+            b, watch = start_downstream(tmp / "b", [a], [*workers, *channel])
             cpu_b_first: list[float] = []
 
             def note_first(watch: SyncWatch, doc: dict[str, Any]) -> None:
@@ -432,6 +436,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpu_b_s": round(cpu_b, 2),
             "cpu_b_workers_s": round(cpu_b_workers, 2),
             "verify_workers": verify_workers,
+            "channel": args.channel,
             "peak_rss_b_mb": round(rss_b, 1),
             "polls": watch.samples,
             "loadavg_before": load_before,
@@ -467,6 +472,12 @@ def main() -> None:
         default=None,
         metavar="N",
         help="B's verifier worker processes (default: the node's own default, one per spare core)",
+    )
+    parser.add_argument(
+        "--channel",
+        choices=("tls", "plain"),
+        default="tls",
+        help="both nodes' channel: tls (the default, as deployed) or plain (to measure what TLS costs)",
     )
     parser.add_argument(
         "--runs", type=_positive, default=1, help="repeat the measurement, report every ratio (default 1)"

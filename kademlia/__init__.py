@@ -7,6 +7,7 @@ bin, is ``pot.MAX_PO`` (defined at the bottom so that every layer binning addres
 from pot import MAX_PO
 
 from .depth import neighbourhood_depth, sync_bins
+from .snapshot import BinSummary, TableSnapshot
 from .suggest import (
     STRATEGIES,
     FirstStrategy,
@@ -18,7 +19,7 @@ from .suggest import (
     is_settled,
     suggest_peer,
 )
-from .table import BinSummary, PeerTable, TableSnapshot
+from .table import PeerTable
 
 __all__ = [
     "MAX_PO",

@@ -1,14 +1,25 @@
-"""Where known peers can be reached, and when a failed one may be tried again (pure).
+"""Where known peers can be reached, which addresses may be dialled, when to retry (pure).
 
 The address book maps overlays to dialable addresses (learned from handshakes and from verified
-gossip); the backoff spaces out re-dials of peers that failed, doubling the wait per failure up
-to a cap, so a dead peer costs little and a restarted one is found again. Time is passed in.
+gossip), at most `per_bin` per proximity bin: a flood of validly signed records for made-up peers
+must not grow it without bound. When a bin is full, an address never seen working gives way to
+the newcomer; peers seen working are kept. The dial policy says which hosts a node may dial at
+all, so that gossip cannot point it at arbitrary hosts and ports. The backoff spaces out re-dials
+of peers that failed, doubling the wait per failure up to a cap, so a dead peer costs little and
+a restarted one is found again. Time is passed in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ipaddress
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+from pot import MAX_PO, proximity
+
+DEFAULT_PER_BIN = 64
+"""Addresses kept per proximity bin: far more than a bin's connections (saturation), few enough
+that a gossip flood costs kilobytes."""
 
 
 @dataclass(frozen=True)
@@ -29,24 +40,60 @@ class PeerAddress:
         return f"{self.overlay.hex()[:12]}@{self.host}:{self.port}"
 
 
+@dataclass(frozen=True)
+class Admission:
+    """What adding an address did: `changed` (new or moved), and the overlay it displaced."""
+
+    changed: bool
+    evicted: bytes | None = None
+    refused: bool = False  # its bin is full of peers seen working
+
+
 class AddressBook:
-    """Dialable addresses by overlay; the latest learned address wins."""
+    """Dialable addresses by overlay, at most `per_bin` per bin of `base`; the latest wins."""
 
-    def __init__(self) -> None:
+    def __init__(self, base: bytes, *, per_bin: int = DEFAULT_PER_BIN) -> None:
+        if per_bin < 1:
+            raise ValueError(f"an address book keeps at least 1 address per bin, not {per_bin}")
+        self.base = base
+        self.per_bin = per_bin
         self._addresses: dict[bytes, PeerAddress] = {}
+        self._bins: list[dict[bytes, None]] = [{} for _ in range(MAX_PO + 1)]  # insertion order
+        self._working: set[bytes] = set()
 
-    def add(self, address: PeerAddress) -> bool:
-        """Record an address; True if it is new or changed."""
-        if self._addresses.get(address.overlay) == address:
-            return False
-        self._addresses[address.overlay] = address
-        return True
+    def _bin(self, overlay: bytes) -> dict[bytes, None]:
+        return self._bins[min(proximity(self.base, overlay), MAX_PO)]
+
+    def add(self, address: PeerAddress) -> Admission:
+        """Record an address; a full bin makes room by dropping its oldest unproven address."""
+        overlay = address.overlay
+        if overlay in self._addresses:
+            changed = self._addresses[overlay] != address
+            self._addresses[overlay] = address
+            return Admission(changed)
+        members = self._bin(overlay)
+        evicted = None
+        if len(members) >= self.per_bin:
+            evicted = next((o for o in members if o not in self._working), None)
+            if evicted is None:
+                return Admission(False, refused=True)
+            self.remove(evicted)
+        members[overlay] = None
+        self._addresses[overlay] = address
+        return Admission(True, evicted)
+
+    def worked(self, overlay: bytes) -> None:
+        """A connection with this peer succeeded: it is kept when its bin fills up."""
+        if overlay in self._addresses:
+            self._working.add(overlay)
 
     def get(self, overlay: bytes) -> PeerAddress | None:
         return self._addresses.get(overlay)
 
     def remove(self, overlay: bytes) -> None:
-        self._addresses.pop(overlay, None)
+        if self._addresses.pop(overlay, None) is not None:
+            self._bin(overlay).pop(overlay, None)
+            self._working.discard(overlay)
 
     def __contains__(self, overlay: object) -> bool:
         return overlay in self._addresses
@@ -56,6 +103,54 @@ class AddressBook:
 
     def __iter__(self) -> Iterator[PeerAddress]:
         return iter(list(self._addresses.values()))
+
+
+class DialPolicy:
+    """Which hosts may be dialled: IP literals inside the allowed networks, nothing else.
+
+    A host name in a gossiped record would make the node resolve names a stranger chose; an
+    address outside the network's range (a loopback swarm's node told to dial the internet, or a
+    public node told to dial its operator's loopback) is refused the same way.
+    """
+
+    def __init__(self, networks: Iterable[str]) -> None:
+        self.networks = tuple(ipaddress.ip_network(n, strict=False) for n in networks)
+
+    @classmethod
+    def for_host(cls, listen_host: str) -> DialPolicy:
+        """The default for a node listening on `listen_host`: loopback only for a loopback
+        node (a local swarm), else every address but loopback, link-local and multicast."""
+        try:
+            if ipaddress.ip_address(listen_host).is_loopback:
+                return cls(["127.0.0.0/8", "::1/128"])
+        except ValueError:
+            pass
+        return _PublicPolicy()
+
+    def allows(self, host: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.networks)
+
+    def __str__(self) -> str:
+        return ", ".join(str(n) for n in self.networks)
+
+
+class _PublicPolicy(DialPolicy):
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def allows(self, host: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return not (ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified)
+
+    def __str__(self) -> str:
+        return "any address but loopback, link-local and multicast"
 
 
 @dataclass

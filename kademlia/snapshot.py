@@ -15,6 +15,7 @@ class BinSummary:
     known: int
     connected: int
     connected_peers: tuple[bytes, ...]
+    known_peers: tuple[bytes, ...] = ()  # every known peer of the bin, connected ones included
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from .depth import neighbourhood_depth, sync_bins
 from .snapshot import BinSummary, TableSnapshot
 from .tablepots import TablePots
 
-__all__ = ["BinSummary", "PeerTable", "TableSnapshot"]
+__all__ = ["PeerTable"]
 
 
 class PeerTable:
@@ -317,7 +317,13 @@ class PeerTable:
             depth=self.depth(),
             neighbourhood_size=self.neighbourhood_size,
             bins=tuple(
-                BinSummary(po, len(self._known[po]), len(self._connected[po]), tuple(self._connected[po]))
+                BinSummary(
+                    po,
+                    len(self._known[po]),
+                    len(self._connected[po]),
+                    tuple(self._connected[po]),
+                    tuple(self._known[po]),
+                )
                 for po in range(self.max_po + 1)
             ),
         )

@@ -1,8 +1,15 @@
-"""The chunk: a 32-byte address and its data, ``span (8 bytes little-endian) || payload``.
+"""The chunk: a 32-byte address and its data, of one of two kinds.
 
-Constructing a Chunk only checks the address's type and length, so decoding untrusted bytes is
-cheap; ``verify()`` does the BMT check and is called explicitly where data crosses a trust
-boundary (the store verifies every chunk it is given).
+- A content chunk's data is ``span (8 bytes little-endian) || payload (0..4096)``, 8..4104 bytes,
+  and its address is the BMT hash of it.
+- A single-owner chunk's data is ``id || signature || span || payload``, 105..4201 bytes, and its
+  address is ``keccak256(id || owner)``, the owner recovered from the signature (`localstore.soc`).
+
+Nothing in the data says which kind it is: a chunk is valid if it is a valid content chunk *or* a
+valid single-owner chunk for its address. Constructing a Chunk only checks the address's type and
+length, so decoding untrusted bytes is cheap; ``verify()`` does the hashing (and, for a
+single-owner chunk, the signature recovery) and is called explicitly where data crosses a trust
+boundary (the store verifies every chunk it is given, retrieval every chunk it receives).
 """
 
 from __future__ import annotations
@@ -10,28 +17,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from localstore.bmt import bmt_address
+from localstore.invalid import InvalidChunk
+from localstore.soc import MAX_SOC_DATA_SIZE, MIN_SOC_DATA_SIZE, InvalidSoc, Soc, validate_soc
 
-__all__ = ["ADDRESS_SIZE", "CHUNK_SIZE", "SPAN_SIZE", "Chunk", "InvalidChunk"]
+__all__ = [
+    "ADDRESS_SIZE",
+    "CHUNK_SIZE",
+    "MAX_CAC_DATA_SIZE",
+    "MAX_DATA_SIZE",
+    "SPAN_SIZE",
+    "Chunk",
+    "InvalidChunk",
+]
 
 CHUNK_SIZE = 4096
 """Largest payload of a chunk, in bytes."""
 SPAN_SIZE = 8
 """Length of the little-endian span that prefixes the payload in a chunk's data."""
 ADDRESS_SIZE = 32
-
-
-class InvalidChunk(ValueError):
-    """A chunk whose data is malformed or does not hash to its address."""
-
-    def __init__(self, address: bytes, problem: str) -> None:
-        super().__init__(f"invalid chunk {address.hex()}: {problem}")
-        self.address = address
-        self.problem = problem
+MAX_CAC_DATA_SIZE = SPAN_SIZE + CHUNK_SIZE
+"""Largest data of a content chunk: 4104 bytes."""
+MAX_DATA_SIZE = MAX_SOC_DATA_SIZE
+"""Largest data of any chunk, a single-owner chunk with a full payload: 4201 bytes."""
 
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A chunk as stored and sent on the wire. Data is ``span || payload``."""
+    """A chunk as stored and sent on the wire: a content chunk or a single-owner chunk."""
 
     address: bytes
     data: bytes
@@ -57,32 +69,56 @@ class Chunk:
         address = bmt_address(payload, span)
         return cls(address, span.to_bytes(SPAN_SIZE, "little") + payload)
 
+    @classmethod
+    def from_soc(cls, soc: Soc) -> Chunk:
+        """The chunk of a single-owner chunk: at its address, with its full data."""
+        return cls(soc.address, soc.data)
+
     @property
     def span(self) -> int:
-        """Length of the data this chunk stands for (the payload length for a leaf chunk)."""
+        """Length of the data a content chunk stands for (the payload length for a leaf chunk).
+
+        The first 8 bytes of the data: meaningful for a content chunk only.
+        """
         if len(self.data) < SPAN_SIZE:
             raise self._too_short()
         return int.from_bytes(self.data[:SPAN_SIZE], "little")
 
     @property
     def payload(self) -> bytes:
-        """The data after the span."""
+        """The data after the span (of a content chunk)."""
         if len(self.data) < SPAN_SIZE:
             raise self._too_short()
         return self.data[SPAN_SIZE:]
 
     def verify(self) -> None:
-        """Raise InvalidChunk unless the data is well-formed and hashes to the address."""
+        """Raise InvalidChunk unless the data is a valid content chunk or SOC for the address.
+
+        Data of at most 4104 bytes is hashed as a content chunk first (the common case costs what
+        it always did); only if that fails is it checked as a single-owner chunk. Longer data can
+        only be a single-owner chunk (InvalidSoc, a subclass, if it is not one).
+        """
         data = self.data
-        if len(data) < SPAN_SIZE:
+        size = len(data)
+        if size > MAX_CAC_DATA_SIZE:
+            validate_soc(self.address, data)
+            return
+        if size < SPAN_SIZE:
             raise self._too_short()
-        if len(data) - SPAN_SIZE > CHUNK_SIZE:
-            raise InvalidChunk(
-                self.address, f"payload is {len(data) - SPAN_SIZE} bytes, over the {CHUNK_SIZE}-byte limit"
-            )
         actual = bmt_address(data[SPAN_SIZE:], int.from_bytes(data[:SPAN_SIZE], "little"))
-        if actual != self.address:
-            raise InvalidChunk(self.address, f"data hashes to {actual.hex()}, not {self.address.hex()}")
+        if actual == self.address:
+            return
+        problem = f"data hashes to {actual.hex()}, not {self.address.hex()}"
+        if size < MIN_SOC_DATA_SIZE:
+            raise InvalidChunk(self.address, problem)
+        try:
+            validate_soc(self.address, data)
+        except InvalidSoc as exc:
+            raise InvalidChunk(self.address, f"{problem}; as a single-owner chunk: {exc.problem}") from None
+
+    def soc(self) -> Soc:
+        """This chunk as a single-owner chunk, checked against its address; InvalidSoc if it is not."""
+        return validate_soc(self.address, self.data)
 
     def _too_short(self) -> InvalidChunk:
         problem = f"data is {len(self.data)} bytes, shorter than the {SPAN_SIZE}-byte span"

@@ -3,13 +3,20 @@
 Its files, their LevelDB keys and how they are opened together are in localstore/storefiles.py.
 
 ``bin = min(proximity(overlay, address), 31)``; bin IDs start at 1 and grow by 1 per chunk
-stored in the bin, so a bin's counter is its *cursor*. Chunks are never deleted, so slots are
-handed out in order and the sum of the cursors is the next free slot. A new chunk's slot and its
-pull-index entry are written first; the LevelDB batch that raises its bin's cursor commits it (a
-crash before leaves bytes past the cursors, which opening cuts off); the address index is updated
-last, and rebuilt from the pull index whenever it was not closed cleanly. A chunk whose slot turns
-out damaged (what a power cut can leave) is dropped when found: its pull-index entry becomes a
-hole and its address leaves the index, so it reads as missing and can be synced again.
+stored in the bin, so a bin's counter is its *cursor*. A new chunk takes the lowest free slot
+(one an evicted chunk gave back) or a new one at the end of the chunk file (localstore/slots.py).
+Its slot and its pull-index entry are written first; the LevelDB batch that raises its bin's
+cursor (and the file's slot count) commits it (a crash before leaves bytes past the cursors, which
+opening cuts off, or in a free slot); the address index is updated last, and rebuilt from the
+pull index whenever it was not closed cleanly.
+
+The reserve (localstore/reserve.py) *evicts* chunks: each leaves a hole in its bin's pull index
+(keeping its address: bin IDs are never given out twice and a hole is never offered), leaves the
+address index, and gives its slot back. A chunk whose slot turns out damaged (its address or
+checksum does not match: a power cut's lost write, bit rot) is dropped the same way when a read
+finds it, except that its slot stays taken until the next rebuild (after a power cut two entries
+may name one slot, and the other chunk may be good). Opening drops the chunks a power cut took
+the data or pull-index entries of in the same way (localstore/recovery.py).
 
 Only the cursors and small state live in LevelDB, because LevelDB 1.22 (bundled with plyvel)
 reads its tables through mmap: per-chunk keys made its compactions' working set, and so the
@@ -20,7 +27,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import plyvel
@@ -36,6 +43,7 @@ from localstore.storefiles import (
     KEY_BIN_COUNTER,
     KEY_STATE,
     MAX_BIN,
+    META_SLOTS,
     META_VERSION,
     StoreFiles,
 )
@@ -59,6 +67,14 @@ class StoreStatistics:
     chunks: int
     cursors: tuple[int, ...]
     epoch: int
+    dropped: int = 0
+    """Damaged chunks dropped since the store was opened (by opening's recovery and by reads)."""
+    evicted: int = 0
+    """Chunks evicted since the store was opened."""
+    slots: int = 0
+    """The chunk file's length in slots."""
+    free_slots: int = 0
+    """Slots given back by evicted chunks and not taken again yet."""
 
 
 def _check_bin(bin: int) -> None:
@@ -90,6 +106,10 @@ class LocalStore:
         self._index = files.index
         self._cursors = files.cursors
         self._epoch = files.epoch
+        self._dropped = files.dropped
+        self._slots = files.slots
+        self._evicted = 0
+        self.on_drop: Callable[[bytes], None] | None = None  # told each damaged chunk dropped
         self._finalizer = weakref.finalize(self, files.release)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -162,30 +182,41 @@ class LocalStore:
         overlay = self._overlay
         index = self._index
         cursors = list(self._cursors)
-        first_slot = sum(cursors)
         new: list[Chunk] = []
-        indexed: list[tuple[bytes, IndexEntry]] = []
-        appended: dict[int, list[bytes]] = {}
+        bins: list[int] = []
         seen: set[bytes] = set()
         for chunk in chunks:
             address = chunk.address
             if address in seen or address in index:
                 continue
             seen.add(address)
-            bin = min(proximity(overlay, address), MAX_BIN)
-            cursors[bin] += 1
-            slot = first_slot + len(new)
             new.append(chunk)
-            appended.setdefault(bin, []).append(encode_entry(address, slot, len(chunk.data)))
-            indexed.append((address, IndexEntry(slot, len(chunk.data), cursors[bin])))
+            bins.append(min(proximity(overlay, address), MAX_BIN))
         if not new:
             return 0
-        self._chunk_file.write(first_slot, new)
-        batch = db.write_batch()  # the commit: every touched bin's cursor, at once
+        slots = self._slots.allocate(len(new))
+        try:
+            self._chunk_file.write(slots, new)
+            indexed: list[tuple[bytes, IndexEntry]] = []
+            appended: dict[int, list[bytes]] = {}
+            for chunk, bin, slot in zip(new, bins, slots, strict=True):
+                cursors[bin] += 1
+                appended.setdefault(bin, []).append(encode_entry(chunk.address, slot, len(chunk.data)))
+                indexed.append((chunk.address, IndexEntry(slot, len(chunk.data), cursors[bin])))
+            grown = self._slots.grown(slots)
+            batch = db.write_batch()  # the commit: every touched bin's cursor, the slot count
+            for bin, entries in appended.items():
+                self._pull_index.append(bin, self._cursors[bin] + 1, entries)
+                batch.put(KEY_BIN_COUNTER + bytes((bin,)), cursors[bin].to_bytes(8, "big"))
+            if grown != self._slots.count:
+                batch.put(META_SLOTS, grown.to_bytes(8, "big"))
+            batch.write()
+        except BaseException:
+            self._slots.give_back(slots)
+            raise
+        self._slots.count = grown
         for bin, entries in appended.items():
-            self._pull_index.append(bin, self._cursors[bin] + 1, entries)
-            batch.put(KEY_BIN_COUNTER + bytes((bin,)), cursors[bin].to_bytes(8, "big"))
-        batch.write()
+            self._slots.counts[bin] += len(entries)
         self._cursors[:] = cursors
         self._index_new(indexed)
         for bin in appended:
@@ -204,7 +235,8 @@ class LocalStore:
     def get(self, address: bytes) -> Chunk:
         """The stored chunk at ``address``; raises ChunkNotFound.
 
-        Raises ChunkDamaged if its slot holds something else, and drops the chunk (see _forget).
+        Raises ChunkDamaged, and drops the chunk (see _forget), if its slot holds another
+        address or data that fails the slot's checksum: a damaged chunk is never returned.
         """
         entry = self._entry_of(address)
         try:
@@ -214,13 +246,15 @@ class LocalStore:
             raise
 
     def check_slot(self, address: bytes) -> None:
-        """Raise ChunkNotFound or ChunkDamaged (dropping the chunk) unless ``address`` is readable.
+        """Raise ChunkNotFound or ChunkDamaged (dropping the chunk) unless get would succeed.
 
-        Cheaper than get: reads only the address at the start of the chunk's slot.
+        The upstream calls it for every chunk it offers, so that a damaged chunk is not offered
+        and then found undeliverable. It reads the whole slot (a 4 KiB pread and an XXH3 hash, about
+        1 us more than the address alone: docs/performance.md) but builds no Chunk.
         """
         entry = self._entry_of(address)
         try:
-            self._chunk_file.check(entry.slot, address)
+            self._chunk_file.read(entry.slot, entry.length, address)
         except ChunkDamaged:
             self._forget(address, entry.bin_id)
             raise
@@ -237,15 +271,47 @@ class LocalStore:
     def _forget(self, address: bytes, bin_id: int) -> None:
         """Drop a damaged chunk: a hole in its bin's pull index, no address index entry.
 
-        Its slot stays allocated (slots follow the bin IDs given out); storing the chunk again
-        gives it a new bin ID and a new slot.
+        Its slot stays taken until the next rebuild of the address index (see the module's
+        docstring); storing the chunk again gives it a new bin ID and a new slot.
         """
-        self._pull_index.punch(self.bin_of(address), bin_id)
+        bin = self.bin_of(address)
+        self._pull_index.punch(bin, bin_id)
+        self._dropped += 1
+        self._slots.counts[bin] -= 1
+        if self.on_drop is not None:
+            self.on_drop(address)
         try:
             self._index.remove(address)
         except BaseException:
             self._index.mark_stale()
             raise
+
+    def evict(self, addresses: Iterable[bytes]) -> int:
+        """Remove stored chunks (the reserve's eviction); return how many were stored.
+
+        Each leaves a hole in its bin's pull index, keeping its address, leaves the address
+        index, and gives its slot back for the next put. Addresses not stored are skipped.
+        """
+        self._live()
+        index = self._index
+        evicted = 0
+        try:
+            for address in addresses:
+                entry = index.get(address)
+                if entry is None:
+                    continue
+                bin = self.bin_of(address)
+                self._pull_index.punch(bin, entry.bin_id)
+                index.remove(address)
+                self._slots.release(entry.slot)
+                self._slots.counts[bin] -= 1
+                evicted += 1
+        except BaseException:
+            self._index.mark_stale()
+            raise
+        finally:
+            self._evicted += evicted
+        return evicted
 
     def has(self, address: bytes) -> bool:
         _check_address(address)
@@ -265,6 +331,10 @@ class LocalStore:
         """The highest bin ID of each of the 32 bins (0 for an empty bin)."""
         return list(self._cursors)
 
+    def bin_counts(self) -> list[int]:
+        """How many chunks each of the 32 bins holds now (bin IDs given out, less the holes)."""
+        return list(self._slots.counts)
+
     def cursor(self, bin: int) -> int:
         """The highest bin ID in ``bin`` (0 if the bin is empty)."""
         _check_bin(bin)
@@ -274,7 +344,7 @@ class LocalStore:
         """Yield ``(bin_id, address)`` for bin IDs ``start..end`` (inclusive; no end: to the last).
 
         The range is fixed at the call: chunks stored meanwhile are not yielded. The holes of
-        dropped damaged chunks are skipped.
+        evicted and of dropped damaged chunks are skipped.
         """
         _check_bin(bin)
         self._live()
@@ -339,8 +409,17 @@ class LocalStore:
     # -- introspection -------------------------------------------------------------------------
 
     def statistics(self) -> StoreStatistics:
-        """Chunk count, per-bin cursors and epoch, from memory (cheap enough for /metrics)."""
-        return StoreStatistics(chunks=len(self), cursors=tuple(self._cursors), epoch=self._epoch)
+        """Chunk count, per-bin cursors, epoch and chunks dropped, from memory (cheap enough for
+        /metrics)."""
+        return StoreStatistics(
+            chunks=len(self),
+            cursors=tuple(self._cursors),
+            epoch=self._epoch,
+            dropped=self._dropped,
+            evicted=self._evicted,
+            slots=self._slots.count,
+            free_slots=len(self._slots.free),
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self._db is None else f"{len(self)} chunks"

@@ -9,7 +9,8 @@ from __future__ import annotations
 __all__ = ["MAX_PO", "proximity"]
 
 MAX_PO = 31
-"""The deepest Kademlia bin (and pull-index bin): proximity orders at or above it share bin ``MAX_PO``.
+"""The deepest bin: peers and chunks at least this close share bin ``MAX_PO``. Kademlia bins and each
+store's pull-index bins are numbered ``0..MAX_PO``.
 
 The reference caps bins at 31 (``swarm.MaxPO``); the pot itself works on full addresses and never caps.
 It is defined here, at the bottom of the stack, because every layer that bins addresses (kademlia, the

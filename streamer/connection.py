@@ -1,10 +1,12 @@
 """A handshaken peer connection: framed messages in, a priority outbox out, bytes accounted.
 
-The trio shell around the sans-IO codec. One reader task decodes frames and hands each message
-to the node's handler; one writer task drains the outbox, most urgent first, coalescing what is
-queued into one write. The handler runs inside the reader, so it must not wait on this
-connection's own outbox (that could deadlock two peers whose outboxes are both full): it answers
-with `send_nowait` or hands the work to a task started with `start_soon`.
+The trio shell around the sans-IO codec, built by `streamer.handshake` once the greeting is done. One reader
+task decodes frames, answers the connection's own messages (Ping; a second Hello or Handshake
+is a violation) and hands every other message to the node's handler; one writer task drains
+the outbox, most urgent first, coalescing what is queued into one write. The handler runs
+inside the reader, so it must not wait on this connection's own outbox (that could deadlock two
+peers whose outboxes are both full): it answers with `send_nowait` or hands the work to a task
+started with `start_soon`.
 
 A connection ends for one of three reasons, reported by `run()` as a `Disconnect`: the peer
 closed it (EOF or its Goodbye), we closed it (`close`), or the peer broke the protocol (any
@@ -15,49 +17,37 @@ Goodbye naming the violation before closing.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
 from streamer.codec import FrameDecoder, encode
 from streamer.errors import RemoteProtocolError
-from streamer.identity import HandshakeError, verify_handshake
+from streamer.greeting import CONNECTION_MESSAGES, connection_reply
 from streamer.messages import (
-    NONCE_SIZE,
-    PROTOCOL_VERSION,
     Goodbye,
     GoodbyeCode,
     Handshake,
     Hello,
     Message,
+    Ping,
+    Pong,
+    clip_reason,
     payload_size,
 )
 from streamer.outbox import Priority, PriorityOutbox
 
 log = logging.getLogger(__name__)
 
-HANDSHAKE_TIMEOUT = 10.0
 GOODBYE_TIMEOUT = 2.0
 RECEIVE_SIZE = 65536
 MAX_WRITE = 256 * 1024  # bytes coalesced into one send_all
 
 MessageHandler = Callable[[Message], Awaitable[None]]
-_T = TypeVar("_T")
-
-
-class HandshakeFailed(Exception):
-    """The handshake did not complete; `by` says which side refused ("local" or "remote")."""
-
-    def __init__(self, reason: str, code: int, by: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.code = code
-        self.by = by
 
 
 @dataclass(frozen=True)
@@ -84,126 +74,7 @@ class ConnectionStatistics:
     last_out_at: float | None = None
 
 
-async def handshake(
-    stream: trio.abc.Stream,
-    make_local: Callable[[bytes], Handshake],
-    *,
-    network_id: int,
-    version: int = PROTOCOL_VERSION,
-    outbound: bool,
-    timeout: float = HANDSHAKE_TIMEOUT,
-    outbox_capacity: int = 64,
-) -> PeerConnection:
-    """Greet and verify a peer on a fresh stream; returns the connection, ready to `run`.
-
-    Each side sends a `Hello` with a fresh random nonce, then its `Handshake`, built by
-    `make_local` and signed over the other side's nonce, so a handshake recorded on one
-    connection is worthless on another. On failure the stream is closed (after a Goodbye saying
-    why, if we refused) and `HandshakeFailed` is raised.
-    """
-    decoder = FrameDecoder()
-    nonce = secrets.token_bytes(NONCE_SIZE)
-    try:
-        with trio.fail_after(timeout):
-            local, remote = await _exchange(stream, nonce, make_local, decoder)
-            if remote.overlay == local.overlay:
-                raise HandshakeError("connected to ourselves", GoodbyeCode.DUPLICATE_CONNECTION)
-            verify_handshake(remote, network_id=network_id, version=version, challenge=nonce)
-    except HandshakeError as exc:
-        await _refuse(stream, exc.code, str(exc))
-        raise HandshakeFailed(str(exc), int(exc.code), by="local") from exc
-    except RemoteProtocolError as exc:
-        await _refuse(stream, exc.code, f"bad handshake: {exc}")
-        raise HandshakeFailed(f"bad handshake: {exc}", exc.code, by="local") from exc
-    except trio.TooSlowError:
-        reason = f"no handshake within {timeout:g}s"
-        await _refuse(stream, GoodbyeCode.BAD_HANDSHAKE, reason)
-        raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local") from None
-    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        await _close_quietly(stream)
-        reason = f"connection lost during handshake: {exc}"
-        raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from exc
-    except HandshakeFailed:
-        await _close_quietly(stream)
-        raise
-    return PeerConnection(
-        stream, remote, local, outbound=outbound, decoder=decoder, outbox_capacity=outbox_capacity
-    )
-
-
-async def _exchange(
-    stream: trio.abc.Stream, nonce: bytes, make_local: Callable[[bytes], Handshake], decoder: FrameDecoder
-) -> tuple[Handshake, Handshake]:
-    """Hello both ways, then Handshake both ways; sending never waits for reading, or two peers
-    that both write first could block each other."""
-    outcome: dict[str, Any] = {}
-    their_hello = trio.Event()
-
-    async def send() -> None:
-        try:
-            await stream.send_all(encode(Hello(nonce)))
-            await their_hello.wait()
-            outcome["local"] = make_local(outcome["their_nonce"])
-            await stream.send_all(encode(outcome["local"]))
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            outcome.setdefault("error", exc)
-
-    async def receive() -> None:
-        try:
-            hello = await _receive(stream, decoder, Hello)
-            outcome["their_nonce"] = hello.nonce
-            their_hello.set()
-            outcome["remote"] = await _receive(stream, decoder, Handshake)
-        except Exception as exc:
-            outcome["error"] = exc  # the receiver's error explains more than the sender's
-            nursery.cancel_scope.cancel()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(send)
-        nursery.start_soon(receive)
-    if "remote" in outcome and "local" in outcome:
-        return outcome["local"], outcome["remote"]
-    error = outcome.get("error")
-    if error is None:
-        raise trio.TooSlowError  # both were cancelled from outside
-    raise error
-
-
-async def _receive(stream: trio.abc.Stream, decoder: FrameDecoder, expected: type[_T]) -> _T:
-    """The next message, which must be of type `expected` (a Goodbye ends the handshake)."""
-    while True:
-        msg = decoder.next_message()
-        if msg is not None:
-            if isinstance(msg, expected):
-                return msg
-            if isinstance(msg, Goodbye):
-                reason = f"peer refused the handshake: {msg.reason or 'no reason given'}"
-                raise HandshakeFailed(reason, int(msg.code), "remote")
-            if expected is Hello and isinstance(msg, Handshake):
-                # Version 1 had no Hello; any peer that skips it cannot verify our handshake.
-                raise HandshakeError(
-                    f"peer sent a Handshake without a Hello first: it speaks protocol version "
-                    f"{msg.version}, this node speaks {PROTOCOL_VERSION}",
-                    GoodbyeCode.VERSION_MISMATCH,
-                )
-            raise RemoteProtocolError(f"expected {expected.__name__}, got {type(msg).__name__}")
-        data = await stream.receive_some(RECEIVE_SIZE)
-        if not data:
-            decoder.receive_eof()
-            raise HandshakeFailed(
-                "peer closed the connection during the handshake", GoodbyeCode.NORMAL, "remote"
-            )
-        decoder.receive_data(data)
-
-
-async def _refuse(stream: trio.abc.Stream, code: int, reason: str) -> None:
-    """Best effort: tell the peer why, then close."""
-    with trio.move_on_after(GOODBYE_TIMEOUT), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-        await stream.send_all(encode(Goodbye(code=code, reason=_clip(reason))))
-    await _close_quietly(stream)
-
-
-async def _close_quietly(stream: trio.abc.Stream) -> None:
+async def close_quietly(stream: trio.abc.Stream) -> None:
     with trio.CancelScope(shield=True), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         await stream.aclose()
 
@@ -216,11 +87,6 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
-
-
-def _clip(reason: str, limit: int = 1000) -> str:
-    data = reason.encode()
-    return reason if len(data) <= limit else data[:limit].decode(errors="ignore")
 
 
 class PeerConnection:
@@ -317,7 +183,7 @@ class PeerConnection:
         self._disconnect = Disconnect("local", int(code), reason, violation)
         self._outbox.clear()
         with suppress(trio.WouldBlock, trio.ClosedResourceError):
-            self._outbox.put_nowait(Goodbye(code=code, reason=_clip(reason)), Priority.RETRIEVAL)
+            self._outbox.put_nowait(Goodbye(code=code, reason=clip_reason(reason)), Priority.RETRIEVAL)
         self._outbox.close()
         if self._scope is not None:
             self._scope.deadline = min(self._scope.deadline, trio.current_time() + GOODBYE_TIMEOUT)
@@ -352,7 +218,7 @@ class PeerConnection:
                 self._disconnect = Disconnect("local", GoodbyeCode.SHUTDOWN, "cancelled")
             self._outbox.close()
             self._outbox.clear()
-            await _close_quietly(self._stream)
+            await close_quietly(self._stream)
             self._closed.set()
         return self._disconnect
 
@@ -385,13 +251,26 @@ class PeerConnection:
                 if isinstance(msg, Goodbye):
                     self._ended(Disconnect("remote", int(msg.code), msg.reason))
                     return
-                await handler(msg)
+                if isinstance(msg, CONNECTION_MESSAGES):
+                    self._answer(msg)
+                else:
+                    await handler(msg)
         except RemoteProtocolError as exc:
             self.broke_protocol(exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self._ended(
                 Disconnect("remote", GoodbyeCode.NORMAL, f"connection lost: {exc or type(exc).__name__}")
             )
+
+    def _answer(self, msg: Hello | Handshake | Ping | Pong) -> None:
+        reply = connection_reply(msg)
+        if reply is not None:
+            try:
+                self.send_nowait(reply)
+            except trio.WouldBlock:
+                raise RemoteProtocolError("ping flood", GoodbyeCode.OVERLOADED) from None
+            except trio.ClosedResourceError:
+                pass  # closing anyway
 
     async def _write_loop(self) -> None:
         outbox, stats = self._outbox, self.stats

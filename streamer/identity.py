@@ -8,18 +8,19 @@ is a 32-byte Ed25519 seed (RFC 8032), kept in a key file readable by its owner o
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import stat
 import struct
 from pathlib import Path
 
 from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
 
+from localstore.keyfile import KeyFileError, create_owner_only, read_owner_only
 from streamer.messages import (
+    CHANNEL_BINDING_SIZE,
     NONCE_SIZE,
+    PLAIN_BINDING,
     PUBLIC_KEY_SIZE,
     SIGNATURE_SIZE,
     GoodbyeCode,
@@ -62,10 +63,6 @@ class HandshakeError(Exception):
 
 class BadPeerRecord(HandshakeError):
     """A gossiped peer record is forged or belongs to another network."""
-
-
-class KeyFileError(Exception):
-    """The key file cannot be used (wrong size, unsafe permissions, not a file)."""
 
 
 class NodeIdentity:
@@ -135,11 +132,14 @@ def _host8(host: str) -> bytes:
     return struct.pack(">B", len(raw)) + raw
 
 
-def handshake_signing_bytes(hs: Handshake, challenge: bytes) -> bytes:
-    """What a handshake's signature covers: the domain tag, every field but the signature, and
-    the receiver's challenge (its `Hello` nonce), which binds the handshake to one connection."""
+def handshake_signing_bytes(hs: Handshake, challenge: bytes, binding: bytes = PLAIN_BINDING) -> bytes:
+    """What a handshake's signature covers: the domain tag, every field but the signature, the
+    receiver's challenge (its `Hello` nonce), which binds the handshake to one connection, and the
+    channel binding (`streamer.channel`), which binds it to one TLS channel."""
     if len(challenge) != NONCE_SIZE:
         raise ValueError(f"handshake challenge must be {NONCE_SIZE} bytes, got {len(challenge)}")
+    if len(binding) != CHANNEL_BINDING_SIZE:
+        raise ValueError(f"channel binding must be {CHANNEL_BINDING_SIZE} bytes, got {len(binding)}")
     return (
         HANDSHAKE_DOMAIN
         + struct.pack(">HQ", hs.version, hs.network_id)
@@ -148,6 +148,7 @@ def handshake_signing_bytes(hs: Handshake, challenge: bytes) -> bytes:
         + hs.public_key
         + _host8(hs.host)
         + challenge
+        + binding
     )
 
 
@@ -160,8 +161,10 @@ def make_handshake(
     host: str,
     port: int,
     challenge: bytes,
+    binding: bytes = PLAIN_BINDING,
 ) -> Handshake:
-    """Our handshake for one connection, signed over the peer's `Hello` nonce (`challenge`)."""
+    """Our handshake for one connection, signed over the peer's `Hello` nonce (`challenge`) and
+    the channel binding."""
     unsigned = Handshake(
         version=version,
         network_id=network_id,
@@ -172,15 +175,18 @@ def make_handshake(
         public_key=identity.public_key,
         signature=bytes(SIGNATURE_SIZE),
     )
-    signature = identity.sign(handshake_signing_bytes(unsigned, challenge))
+    signature = identity.sign(handshake_signing_bytes(unsigned, challenge, binding))
     return dataclasses.replace(unsigned, signature=signature)
 
 
-def verify_handshake(hs: Handshake, *, network_id: int, version: int, challenge: bytes) -> None:
+def verify_handshake(
+    hs: Handshake, *, network_id: int, version: int, challenge: bytes, binding: bytes = PLAIN_BINDING
+) -> None:
     """Raise :class:`HandshakeError` (with the Goodbye code to send) unless ``hs`` is acceptable.
 
     `challenge` is the nonce of the `Hello` we sent on this connection: a handshake signed over
-    any other nonce (recorded elsewhere and replayed) fails as a bad signature.
+    any other nonce (recorded elsewhere and replayed) fails as a bad signature; so does one signed
+    over another channel binding (relayed from another TLS channel).
     """
     if hs.network_id != network_id:
         raise HandshakeError(
@@ -197,7 +203,7 @@ def verify_handshake(hs: Handshake, *, network_id: int, version: int, challenge:
             f"peer claims overlay {hs.overlay.hex()} but its public key gives {expected.hex()}",
             GoodbyeCode.BAD_HANDSHAKE,
         )
-    if not verify_signature(hs.public_key, handshake_signing_bytes(hs, challenge), hs.signature):
+    if not verify_signature(hs.public_key, handshake_signing_bytes(hs, challenge, binding), hs.signature):
         raise HandshakeError(
             f"bad handshake signature from overlay {hs.overlay.hex()}", GoodbyeCode.BAD_HANDSHAKE
         )
@@ -237,24 +243,7 @@ def verify_peer_record(rec: PeerRecord, network_id: int) -> None:
 
 
 def _read_key_file(path: Path) -> NodeIdentity:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise KeyFileError(f"cannot open key file {path}: {exc.strerror}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise KeyFileError(f"key file {path} is not a regular file")
-        if os.name == "posix" and st.st_mode & 0o077:
-            raise KeyFileError(
-                f"key file {path} is accessible by group/others (mode {stat.S_IMODE(st.st_mode):#o}); "
-                f"refusing to use it: run `chmod 600 {path}`"
-            )
-        seed = b""
-        while len(seed) <= PRIVATE_KEY_SIZE and (more := os.read(fd, PRIVATE_KEY_SIZE + 1 - len(seed))):
-            seed += more
-    finally:
-        os.close(fd)
+    seed = read_owner_only(path, PRIVATE_KEY_SIZE + 1)
     if len(seed) != PRIVATE_KEY_SIZE:
         size = f"{len(seed)} bytes" if len(seed) <= PRIVATE_KEY_SIZE else "longer"
         raise KeyFileError(
@@ -262,29 +251,6 @@ def _read_key_file(path: Path) -> NodeIdentity:
             "it was left untouched: restore it, or move it away to create a new identity (a new overlay)"
         )
     return NodeIdentity.from_private_bytes(seed)
-
-
-def _create_key_file(path: Path, identity: NodeIdentity) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags, 0o600)  # FileExistsError if another process got there first
-    try:
-        try:
-            data = identity.private_bytes()
-            while data:
-                data = data[os.write(fd, data) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        path.unlink()  # ours (O_EXCL): never leave a half-written key behind
-        raise
-    if os.name == "posix":  # make the new directory entry durable too
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            with contextlib.suppress(OSError):
-                os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 def load_or_create_identity(path: str | os.PathLike[str]) -> NodeIdentity:
@@ -298,7 +264,7 @@ def load_or_create_identity(path: str | os.PathLike[str]) -> NodeIdentity:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         identity = NodeIdentity.generate()
         try:
-            _create_key_file(path, identity)
+            create_owner_only(path, identity.private_bytes())
             return identity
         except FileExistsError:
             pass  # created concurrently: use that one

@@ -18,11 +18,17 @@ from typing import Any, ClassVar, TypeAlias
 from bitarray import bitarray
 
 from localstore.bmt import keccak256
+from pot import MAX_PO
 from streamer.errors import MessageError
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 """The ``version`` this implementation puts in its handshake. Version 2 added the Hello nonces
-(handshake signatures bound to one connection) and the Unsubscribed acknowledgement."""
+(handshake signatures bound to one connection) and the Unsubscribed acknowledgement; version 3
+the TLS channel under the protocol, and the channel binding every handshake signature covers."""
+
+CHANNEL_BINDING_SIZE = 32
+PLAIN_BINDING = bytes(CHANNEL_BINDING_SIZE)
+"""The channel binding of a plain (unencrypted) connection: it binds nothing."""
 
 FRAME_HEADER_SIZE = 4
 MAX_FRAME_SIZE = 65536
@@ -34,11 +40,17 @@ SIGNATURE_SIZE = 64
 SPAN_SIZE = 8
 MAX_PAYLOAD_SIZE = 4096
 MIN_CHUNK_DATA_SIZE = SPAN_SIZE
-MAX_CHUNK_DATA_SIZE = SPAN_SIZE + MAX_PAYLOAD_SIZE
-MAX_BIN = 31
+SOC_HEADER_SIZE = 32 + 65
+"""A single-owner chunk's id and signature, before its ``span || payload``."""
+MAX_CHUNK_DATA_SIZE = SOC_HEADER_SIZE + SPAN_SIZE + MAX_PAYLOAD_SIZE
+"""Largest chunk data on the wire: a single-owner chunk with a full payload (4201 bytes); a
+content chunk's data is at most 4104."""
+MAX_BIN = MAX_PO
 BIN_COUNT = MAX_BIN + 1
 MAX_BATCH_SIZE = 128
 """Most hashes in one offer; also the number of bits of a want vector."""
+OFFER_WINDOW = 2
+"""Most offers of one stream the upstream may have sent and not had answered (section 8.2)."""
 WANT_SIZE = MAX_BATCH_SIZE // 8
 MAX_HOST_SIZE = 255
 MAX_REASON_SIZE = 1024
@@ -66,7 +78,13 @@ class MessageType(enum.IntEnum):
     RETRIEVE_REQUEST = 0x20
     RETRIEVE_DELIVERY = 0x21
     RETRIEVE_FAILURE = 0x22
+    PUSH_DELIVERY = 0x23
+    PUSH_RECEIPT = 0x24
+    PUSH_FAILURE = 0x25
     PEERS = 0x30
+    LIVE_INTEREST = 0x40
+    FEED_PUSH = 0x41
+    TOPIC_PUSH = 0x42
 
 
 class GoodbyeCode(enum.IntEnum):
@@ -83,6 +101,12 @@ class GoodbyeCode(enum.IntEnum):
     DUPLICATE_CONNECTION = 8
     PRUNED = 9
     OVERLOADED = 10
+
+
+def clip_reason(reason: str) -> str:
+    """``reason`` cut to fit a Goodbye or a RetrieveFailure: at most MAX_REASON_SIZE bytes of UTF-8."""
+    data = reason.encode()
+    return reason if len(data) <= MAX_REASON_SIZE else data[:MAX_REASON_SIZE].decode(errors="ignore")
 
 
 def overlay_address(public_key: bytes, network_id: int) -> bytes:
@@ -507,6 +531,72 @@ class RetrieveFailure:
         _text("RetrieveFailure", "reason", self.reason, MAX_REASON_SIZE)
 
 
+# -- push syncing (0x23-0x2F) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class PushDelivery:
+    """An uploaded chunk on its way to the node closest to ``address``, hop by hop; answered by a
+    :class:`PushReceipt` from the node that stored it, or a :class:`PushFailure`."""
+
+    TYPE: ClassVar[MessageType] = MessageType.PUSH_DELIVERY
+
+    request_id: int
+    address: bytes
+    hop_limit: int
+    data: bytes
+
+    def __post_init__(self) -> None:
+        n = "PushDelivery"
+        _uint(n, "request_id", self.request_id, _U64)
+        _set(self, "address", _bytes(n, "address", self.address, ADDRESS_SIZE))
+        _uint(n, "hop_limit", self.hop_limit, _U8)
+        _set(self, "data", _chunk_data(n, self.data))
+
+    def __repr__(self) -> str:
+        return (
+            f"PushDelivery(request_id={self.request_id}, address={self.address.hex()[:12]}…, "
+            f"hop_limit={self.hop_limit}, data=<{len(self.data)} bytes>)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PushReceipt:
+    """The storer's word that it keeps the chunk: signed by its identity key over the chunk's
+    address, its overlay (derived from ``public_key``) and its storage ``radius``
+    (streamer/push_receipts.py). Relayed unchanged back along the path."""
+
+    TYPE: ClassVar[MessageType] = MessageType.PUSH_RECEIPT
+
+    request_id: int
+    address: bytes
+    public_key: bytes
+    radius: int
+    signature: bytes
+
+    def __post_init__(self) -> None:
+        n = "PushReceipt"
+        _uint(n, "request_id", self.request_id, _U64)
+        _set(self, "address", _bytes(n, "address", self.address, ADDRESS_SIZE))
+        _set(self, "public_key", _bytes(n, "public_key", self.public_key, PUBLIC_KEY_SIZE))
+        _uint(n, "radius", self.radius, _U8)
+        if self.radius > MAX_PO + 1:
+            raise MessageError(f"{n}.radius must be in 0..{MAX_PO + 1}, got {self.radius}")
+        _set(self, "signature", _bytes(n, "signature", self.signature, SIGNATURE_SIZE))
+
+
+@dataclass(frozen=True, slots=True)
+class PushFailure:
+    TYPE: ClassVar[MessageType] = MessageType.PUSH_FAILURE
+
+    request_id: int
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        _uint("PushFailure", "request_id", self.request_id, _U64)
+        _text("PushFailure", "reason", self.reason, MAX_REASON_SIZE)
+
+
 # -- peer gossip ----------------------------------------------------------------------------------
 
 
@@ -548,6 +638,134 @@ class Peers:
         _set(self, "records", records)
 
 
+# -- live propagation (feed updates and topic messages, docs/live.md) ---------------------------
+
+OWNER_SIZE = 20
+"""An owner (Ethereum) address: who signs a feed update or a topic message."""
+TOPIC_SIZE = 32
+ETH_SIGNATURE_SIZE = 65
+"""A secp256k1 signature ``r || s || v`` (feed updates and topic messages)."""
+MAX_INTEREST_ENTRIES = 512
+MAX_TOPIC_PAYLOAD = 4096
+INTEREST_WITHDRAWN = 0xFF
+"""The ``hops`` of an interest entry that withdraws it."""
+
+
+class StreamKind(enum.IntEnum):
+    """What an interest entry names: a sequence feed ``(owner, topic)`` or an ephemeral topic."""
+
+    FEED = 1
+    TOPIC = 2
+
+
+@dataclass(frozen=True, slots=True)
+class InterestEntry:
+    """One stream a peer wants pushed to it, and how many hops away its nearest follower is.
+
+    Not a message by itself, carried in :class:`LiveInterest`. A topic's ``owner`` is 20 zero
+    bytes (a topic stream carries every publisher's messages); ``hops`` 255 withdraws the entry.
+    """
+
+    kind: int
+    owner: bytes
+    topic: bytes
+    hops: int
+
+    def __post_init__(self) -> None:
+        n = "InterestEntry"
+        _uint(n, "kind", self.kind, _U8)
+        try:
+            _set(self, "kind", StreamKind(self.kind))
+        except ValueError:
+            raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {self.kind}") from None
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _uint(n, "hops", self.hops, _U8)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveInterest:
+    """Changes to the streams the sender wants pushed to it (entries it added, moved or withdrew)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.LIVE_INTEREST
+
+    entries: tuple[InterestEntry, ...]
+
+    def __post_init__(self) -> None:
+        entries = _tuple("LiveInterest", "entries", self.entries, MAX_INTEREST_ENTRIES)
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, InterestEntry):
+                raise MessageError(
+                    f"LiveInterest.entries[{i}] must be an InterestEntry, got {type(entry).__name__}"
+                )
+        _set(self, "entries", entries)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class FeedPush:
+    """Update ``index`` of the feed ``(owner, topic)``: the single-owner chunk's data.
+
+    ``data`` is not checked here beyond its length: the receiver validates the chunk (a forged
+    or malformed one is dropped and counted, the connection stays).
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.FEED_PUSH
+
+    owner: bytes
+    topic: bytes
+    index: int
+    data: bytes
+
+    def __post_init__(self) -> None:
+        n = "FeedPush"
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _uint(n, "index", self.index, _U64)
+        _set(self, "data", _bytes(n, "data", self.data, max_size=MAX_CHUNK_DATA_SIZE))
+
+    def __repr__(self) -> str:
+        return (
+            f"FeedPush(owner={self.owner.hex()}, topic={self.topic.hex()[:16]}.., index={self.index}, "
+            f"data=<{len(self.data)} bytes>)"
+        )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class TopicPush:
+    """An ephemeral message on ``topic`` signed by ``owner``, numbered the raims way.
+
+    ``seq`` = frame << 35 | counter, ``chain`` the publisher's previous ``seq`` when its frame
+    changed (else 0), ``time`` its clock in nanoseconds. The signature is checked by the
+    receiver, not here.
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.TOPIC_PUSH
+
+    topic: bytes
+    owner: bytes
+    seq: int
+    chain: int
+    time: int
+    signature: bytes
+    payload: bytes
+
+    def __post_init__(self) -> None:
+        n = "TopicPush"
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _uint(n, "seq", self.seq, _U64)
+        _uint(n, "chain", self.chain, _U64)
+        _uint(n, "time", self.time, _U64)
+        _set(self, "signature", _bytes(n, "signature", self.signature, ETH_SIGNATURE_SIZE))
+        _set(self, "payload", _bytes(n, "payload", self.payload, max_size=MAX_TOPIC_PAYLOAD))
+
+    def __repr__(self) -> str:
+        return (
+            f"TopicPush(topic={self.topic.hex()[:16]}.., owner={self.owner.hex()}, seq={self.seq:#x}, "
+            f"chain={self.chain:#x}, payload=<{len(self.payload)} bytes>)"
+        )
+
+
 Message: TypeAlias = (
     Hello
     | Handshake
@@ -565,7 +783,13 @@ Message: TypeAlias = (
     | RetrieveRequest
     | RetrieveDelivery
     | RetrieveFailure
+    | PushDelivery
+    | PushReceipt
+    | PushFailure
     | Peers
+    | LiveInterest
+    | FeedPush
+    | TopicPush
 )
 
 MESSAGE_CLASSES: tuple[type[Message], ...] = (
@@ -585,12 +809,18 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     RetrieveRequest,
     RetrieveDelivery,
     RetrieveFailure,
+    PushDelivery,
+    PushReceipt,
+    PushFailure,
     Peers,
+    LiveInterest,
+    FeedPush,
+    TopicPush,
 )
 
 
 def payload_size(msg: Message) -> int:
     """Chunk-data bytes ``msg`` carries (the rest of its frame is protocol overhead)."""
-    if isinstance(msg, ChunkDelivery | RetrieveDelivery):
+    if isinstance(msg, ChunkDelivery | RetrieveDelivery | PushDelivery):
         return len(msg.data)
     return 0

@@ -26,6 +26,11 @@ class Priority(enum.IntEnum):
     LIVE = 1
     HISTORICAL = 2
 
+    @classmethod
+    def of_stream(cls, live: bool) -> Priority:
+        """The class of every message of a pull-sync stream (docs/protocol.md 8.4)."""
+        return cls.LIVE if live else cls.HISTORICAL
+
 
 @dataclass(frozen=True)
 class OutboxStatistics:

@@ -1,22 +1,23 @@
 """`GET /metrics`: the node's counters in the Prometheus text format (prometheus_client).
 
-A custom collector reads the node's live state on every scrape, so there is one source of truth
-(the services' own counters) and nothing to keep in step.
+A custom collector turns one `NodeStatistics` snapshot, taken at scrape time, into metric
+families, so there is one source of truth (the services' own counters) and nothing to keep in
+step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from swarm.live.metrics import live_families
+from swarm.reserve_status import reserve_families
+from swarm.statistics import NodeStatistics
+from swarm.status import loss_totals
 from syncer.stats import COUNTERS
-
-if TYPE_CHECKING:
-    from swarm.node import Node
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -33,22 +34,22 @@ _SYNC_HELP = {
 
 
 class NodeCollector(Collector):
-    """Reads a node's counters at scrape time."""
+    """Metric families of one snapshot."""
 
-    def __init__(self, node: Node) -> None:
-        self.node = node
+    def __init__(self, stats: NodeStatistics) -> None:
+        self.stats = stats
 
     def collect(self) -> Iterator[Metric]:
-        node = self.node
-        totals = node.loss_totals()
-        yield GaugeMetricFamily("swarm_chunks_stored", "chunks in the local store", value=len(node.store))
-        yield GaugeMetricFamily("swarm_depth", "neighbourhood depth", value=node.depth())
-        yield GaugeMetricFamily("swarm_peers_connected", "connected peers", value=len(node.peers))
-        yield GaugeMetricFamily("swarm_peers_known", "known peers", value=node.table.known_count())
+        stats = self.stats
+        totals = loss_totals(stats)
+        yield GaugeMetricFamily("swarm_chunks_stored", "chunks in the local store", value=stats.chunks)
+        yield GaugeMetricFamily("swarm_depth", "neighbourhood depth", value=stats.depth)
+        yield GaugeMetricFamily("swarm_peers_connected", "connected peers", value=len(stats.connections))
+        yield GaugeMetricFamily("swarm_peers_known", "known peers", value=stats.table.known)
         yield GaugeMetricFamily(
             "swarm_fully_synced",
             "1 when every peer's pulled bins are synced",
-            value=int(node.puller.fully_synced()),
+            value=int(stats.sync.fully_synced),
         )
         for name in COUNTERS[:8]:
             yield CounterMetricFamily(f"swarm_sync_{name}", _SYNC_HELP[name], value=totals[name])
@@ -59,42 +60,69 @@ class NodeCollector(Collector):
             family.add_metric(["in"], totals[f"{kind}_bytes_in"])
             family.add_metric(["out"], totals[f"{kind}_bytes_out"])
             yield family
-        retrievals = CounterMetricFamily("swarm_retrievals", "retrieval outcomes", labels=["outcome"])
-        r = node.retrieval
-        for outcome, value in (
-            ("served", r.served),
-            ("forwarded", r.forwarded),
-            ("failed", r.failed),
-            ("fetched", r.fetched),
-            ("joined", r.joined),
-        ):
-            retrievals.add_metric([outcome], value)
-        yield retrievals
-        cache = r.cache
-        lookups = CounterMetricFamily(
-            "swarm_cache_lookups", "chunk cache lookups after a local store miss", labels=["result"]
-        )
-        lookups.add_metric(["hit"], cache.hits)
-        lookups.add_metric(["miss"], cache.misses)
-        yield lookups
-        yield GaugeMetricFamily("swarm_cache_chunks", "chunks in the retrieval cache", value=len(cache))
-        yield GaugeMetricFamily("swarm_cache_bytes", "chunk data in the retrieval cache", value=cache.bytes)
+        yield from _retrieval_families(stats)
+        yield from reserve_families(stats.reserve)
         yield CounterMetricFamily(
-            "swarm_protocol_violations", "peers dropped for breaking the protocol", value=node.violations
+            "swarm_protocol_violations", "peers dropped for breaking the protocol", value=stats.violations
         )
         yield CounterMetricFamily(
             "swarm_handshakes_refused",
             "connections refused during the handshake (wrong network, bad signature, version ...)",
-            value=node.connections_refused,
+            value=stats.handshakes_refused,
         )
+        yield CounterMetricFamily(
+            "swarm_connections_turned_away",
+            "inbound connections closed at once because too many greetings were under way",
+            value=stats.turned_away,
+        )
+        yield CounterMetricFamily(
+            "swarm_equivocations",
+            "single-owner chunks signed twice with different content (both kept as evidence)",
+            value=stats.equivocations,
+        )
+        repairs = CounterMetricFamily(
+            "swarm_damaged_chunks",
+            "chunks found damaged on disk: fetched again from a peer, or lost (no peer had them)",
+            labels=["outcome"],
+        )
+        for outcome, value in stats.repairs.items():
+            repairs.add_metric([outcome], value)
+        yield repairs
+        records = CounterMetricFamily(
+            "swarm_peer_records",
+            "gossiped peer records: received, rejected (bad signature or network), rate_limited "
+            "(over a peer's budget), refused (an address not to dial, or a full bin)",
+            labels=["outcome"],
+        )
+        for outcome, value in stats.gossip.items():
+            records.add_metric([outcome], value)
+        yield records
         cursors = GaugeMetricFamily("swarm_pull_index_cursor", "highest bin ID per bin", labels=["bin"])
-        for bin, cursor in enumerate(node.store.cursors()):
+        for bin, cursor in enumerate(stats.cursors):
             if cursor:
                 cursors.add_metric([str(bin)], cursor)
         yield cursors
+        if stats.live is not None:
+            yield from live_families(stats.live)
 
 
-def metrics_text(node: Node) -> bytes:
+def _retrieval_families(stats: NodeStatistics) -> Iterator[Metric]:
+    r = stats.retrieval
+    retrievals = CounterMetricFamily("swarm_retrievals", "retrieval outcomes", labels=["outcome"])
+    for outcome in ("served", "forwarded", "failed", "fetched", "joined"):
+        retrievals.add_metric([outcome], getattr(r, outcome))
+    yield retrievals
+    lookups = CounterMetricFamily(
+        "swarm_cache_lookups", "chunk cache lookups after a local store miss", labels=["result"]
+    )
+    lookups.add_metric(["hit"], r.cache_hits)
+    lookups.add_metric(["miss"], r.cache_misses)
+    yield lookups
+    yield GaugeMetricFamily("swarm_cache_chunks", "chunks in the retrieval cache", value=r.cache_chunks)
+    yield GaugeMetricFamily("swarm_cache_bytes", "chunk data in the retrieval cache", value=r.cache_bytes)
+
+
+def metrics_text(stats: NodeStatistics) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(NodeCollector(node))
+    registry.register(NodeCollector(stats))
     return generate_latest(registry)

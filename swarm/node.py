@@ -1,12 +1,15 @@
-"""The node: one process, one trio nursery, a few services composed in one place.
+"""The node: the composition root. It builds the services and wires them; they do the work.
 
 State lives under one data directory: `node.key` (the identity, kept when the store is wiped),
 `localstore/` (the chunk store: chunk data, pull and address indexes, and a LevelDB for
-cursors and sync state) and `node.json` (the ports chosen at start-up, for scripts). Services:
-the TCP listener; the Kademlia connection manager (dials suggested peers, prunes over-saturated
-bins) and the bootnode diallers; gossip; one `Peer` per connection (streamer connection,
-upstream server, puller, retrieve requests); the node-wide `Puller` (sync by depth), `Retrieval`
-and the HTTP API.
+cursors and sync state) and `node.json` (the ports chosen at start-up, for scripts).
+
+Services, each given only the functions it needs: the store and the `ChunkIntake` (the one door
+chunks come in by: synced, re-fetched or uploaded); `Transfers` (one transfer per chunk) and the
+`Puller` (the sync rule, what to pull from whom, the synced intervals); the peer table and the
+Kademlia `ConnectionManager`; `Sessions` (one per connected peer: its `Upstream`, its
+`PullSyncClient`, its retrieve requests); `Gossip`; `Retrieval`; the HTTP API, which reads one
+immutable `NodeStatistics` snapshot for everything it reports.
 """
 
 from __future__ import annotations
@@ -14,154 +17,264 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
-from collections import deque
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import trio
 
 from kademlia import PeerTable, get_strategy, sync_bins
-from kademlia.addresses import AddressBook, Backoff, PeerAddress
+from kademlia.addresses import AddressBook, Backoff, DialPolicy, PeerAddress
 from kademlia.manager import ConnectionManager
-from localstore import LocalStore
-from localstore.cache import DEFAULT_CACHE_BYTES
-from pot import proximity
-from streamer.connection import Disconnect, HandshakeFailed, PeerConnection, handshake
+from localstore import Chunk, LocalStore
+from localstore.pins import Pins
+from localstore.reserve import Reserve
+from pot import MAX_PO, proximity
+from streamer.channel import TlsCredentials
+from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
 from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
-from swarm import status
+from streamer.requests import RequestTable
+from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
+from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
+from swarm.live.assembly import build_live_service
+from swarm.offer_leases import LeasedStore, OfferLeases
 from swarm.peer import Peer
+from swarm.pusher import Pusher
+from swarm.pushsync import PushSync, closer_peers
+from swarm.repair import Repair
+from swarm.reserve_status import reserve_status
+from swarm.reserve_worker import ReserveWorker
 from swarm.retrieval import Retrieval
-from syncer.downstream import Puller, PullerConfig, SyncPolicy
+from swarm.sessions import Sessions
+from swarm.statistics import NodeStatistics, collect_statistics
+from swarm.uploads import Uploads
+from syncer.evidence import EquivocationLog
+from syncer.intake import ChunkIntake
+from syncer.interval_store import IntervalStore
+from syncer.puller import Puller, SyncRule
+from syncer.pullsync import PullSyncClient
+from syncer.transfers import Transfers
+from syncer.upstream import Upstream
 from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
 
-MAX_PO = 31
-RECENT_DISCONNECTIONS = 16
-"""How many ended peer sessions `GET /sync` lists (newest first), so dropped peers stay visible."""
-# What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
-# coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
-DEFAULT_STRATEGY = "temperature"
-
-
-@dataclass(frozen=True)
-class NodeConfig:
-    """Everything a node needs to start. Port 0 picks a free port."""
-
-    data_dir: Path
-    host: str = "127.0.0.1"
-    port: int = 0
-    api_host: str = "127.0.0.1"
-    api_port: int | None = 0  # None: no HTTP API
-    peers: tuple[tuple[str, int], ...] = ()  # bootnodes
-    network_id: int = 1
-    strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
-    neighbourhood_size: int = 3
-    saturation: int = 4
-    over_saturation: int = 8
-    gossip: bool = True  # False: static peering, no peer records sent or learned
-    gossip_interval: float = 5.0
-    live_idle: float = 0.05
-    retrieve_timeout: float = 10.0
-    hop_limit: int = 8
-    cache_bytes: int = DEFAULT_CACHE_BYTES  # retrieved and forwarded chunks kept in memory; 0: none
-    redial_min: float = 0.5
-    redial_max: float = 30.0
-    puller: PullerConfig = field(default_factory=PullerConfig)
-    # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
-    # 0: verify in the node's own process
-    verify_workers: int = 0
-
+DEPTH_SETTLE = 60.0
+"""Seconds the depth must hold before the storage radius is capped by it (see _known_depth): a
+neighbour that restarts, or peers still connecting, must not make the reserve churn."""
 
 class Node:
-    """A running node. Start it with `await nursery.start(node.run)`."""
+    """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
 
-    def __init__(self, config: NodeConfig, *, sync_policy: SyncPolicy = sync_bins) -> None:
+    def __init__(self, config: NodeConfig, *, sync_rule: SyncRule = sync_bins) -> None:
         get_strategy(config.strategy)  # fail early on a bad name
+        if config.channel not in CHANNELS:
+            raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {config.channel!r}")
         self.config = config
-        self.sync_policy = sync_policy
+        self.sync_rule = sync_rule
         self.data_dir = Path(config.data_dir)
-        self.identity: NodeIdentity | None = None
-        self.overlay = b""
-        self._store: LocalStore | None = None
-        self._puller: Puller | None = None
-        self._table: PeerTable | None = None
-        self.book = AddressBook()
-        self.manager: ConnectionManager | None = None
-        self.gossip: Gossip | None = None
-        self.retrieval = Retrieval(
-            self, hop_limit=config.hop_limit, timeout=config.retrieve_timeout, cache_bytes=config.cache_bytes
-        )
-        self.peers: dict[bytes, Peer] = {}
         self.p2p_port = 0
         self.api_port: int | None = None
-        self.started_at = time.time()
-        self._nursery: trio.Nursery | None = None
-        self._depth = 0
-        self.past_traffic: dict[bytes, dict[str, int]] = {}  # byte counters of ended connections
-        self.connections_refused = 0
-        self.violations = 0
-        self.disconnections: deque[dict[str, Any]] = deque(maxlen=RECENT_DISCONNECTIONS)
 
     # -- composition --------------------------------------------------------------------------
 
-    @property
-    def store(self) -> LocalStore:
-        if self._store is None:
-            raise RuntimeError("node is not running")
-        return self._store
+    def _build(self) -> None:
+        """Open the identity and the store, and build every service around them."""
+        self._build_storage()
+        self._build_network()
+        self._build_services()
+        self._build_reserve()
 
-    @property
-    def puller(self) -> Puller:
-        if self._puller is None:
-            raise RuntimeError("node is not running")
-        return self._puller
-
-    @property
-    def table(self) -> PeerTable:
-        if self._table is None:
-            raise RuntimeError("node is not running")
-        return self._table
-
-    def depth(self) -> int:
-        return self._depth
-
-    async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run until cancelled; reports readiness (ports bound, node.json written) via task_status."""
+    def _build_storage(self) -> None:
+        """Identity, store, and the pulling side's state: what chunks come in through."""
         config = self.config
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.identity = load_or_create_identity(self.data_dir / "node.key")
-        self.overlay = self.identity.overlay(config.network_id)
-        self._store = LocalStore(self.data_dir / "localstore", self.overlay)
-        verifier = ChunkVerifier(config.verify_workers)
-        self._puller = Puller(self._store, config=config.puller, verifier=verifier)
-        self._table = PeerTable(
+        self.identity: NodeIdentity = load_or_create_identity(self.data_dir / "node.key")
+        self.overlay: bytes = self.identity.overlay(config.network_id)
+        self.store = LocalStore(self.data_dir / "localstore", self.overlay)
+        self.verifier = ChunkVerifier(config.verify_workers)
+        self.transfers = Transfers()
+        self.equivocations = EquivocationLog(self.store)
+        self.pins = Pins(self.store)
+        self.reserve = Reserve(self.store, config.capacity, [self.pins])
+        self.intake = ChunkIntake(
+            self.store,
+            verifier=self.verifier,
+            stored=self._stored,
+            evidence=self.equivocations,
+            within_radius=self.reserve.within_radius,
+        )
+        self.puller = Puller(IntervalStore(self.store), rule=self.sync_rule, config=config.puller)
+        self.puller.set_radius(self.reserve.radius)
+
+    def _build_network(self) -> None:
+        """The peer table, the address book and its policy, sessions, the manager, gossip."""
+        config = self.config
+        self.table = PeerTable(
             self.overlay,
             neighbourhood_size=config.neighbourhood_size,
             saturation=config.saturation,
             over_saturation=config.over_saturation,
             max_po=MAX_PO,
         )
+        self.book = AddressBook(self.overlay)
+        networks = config.dial_networks
+        self.dial_policy = DialPolicy(networks) if networks else DialPolicy.for_host(config.host)
+        self.addresses_refused = 0
+        self.sessions = Sessions(
+            self._local_handshake,
+            self._make_peer,
+            network_id=config.network_id,
+            overlay=self.overlay,
+            connected=self._connected,
+            disconnected=self._disconnected,
+            credentials=TlsCredentials() if config.channel == "tls" else None,
+        )
         self.manager = ConnectionManager(
-            self._table,
+            self.table,
             self.book,
             get_strategy(config.strategy),
-            self._dial,
-            self.disconnect,
+            self.sessions.dial,
+            lambda overlay, reason: self.sessions.close(overlay, GoodbyeCode.PRUNED, reason),
             backoff=Backoff(config.redial_min, config.redial_max),
         )
         self.gossip = Gossip(self.identity, config.network_id, self.learn, interval=config.gossip_interval)
+
+    def _build_services(self) -> None:
+        """What serves users and repairs the store: retrieval, the Bee-shaped backend, repair."""
+        config = self.config
+        self.retrieval = Retrieval(
+            self.overlay,
+            self.store.get,
+            lambda: self.sessions.peers.values(),
+            hop_limit=config.hop_limit,
+            timeout=config.retrieve_timeout,
+            cache_bytes=config.cache_bytes,
+        )
+        eth_key = load_or_create_eth_key(self.data_dir)
+        self.bee = NodeBeeBackend(
+            eth_key=eth_key,
+            underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
+            get_chunk=self.retrieval.get,
+            has_chunk=self.store.has,
+            store_chunks=partial(self.store_chunks, verified=True),
+            statistics=self.statistics,
+        )
+        self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
+            eth_key,
+            self.store,
+            self.retrieval,
+            partial(self.intake.store_many, verified=True),
+            config.live,
+            evidence=self.equivocations.record,
+        )
+        self.repair = Repair(
+            lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
+        )
+        self.store.on_drop = self.repair.dropped
+
+    def _build_reserve(self) -> None:
+        """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
+        config = self.config
+        self._depth_since: tuple[int, float] | None = None  # the depth and since when it holds
+        self.offer_leases = OfferLeases()
+        self.reserve.add_guard(self.offer_leases)
+        self.reserve_worker = ReserveWorker(
+            self.reserve,
+            depth=self._known_depth,
+            historical_done=self.puller.fully_synced,
+            radius_changed=self.puller.set_radius,
+            batch=config.evict_batch,
+        )
+        self.pushsync = PushSync(
+            self.identity,
+            config.network_id,
+            next_hops=lambda address, origin: closer_peers(
+                self.overlay, address, self.sessions.peers.values(), origin
+            ),
+            store=lambda chunk: self.intake.store_many([chunk], verified=True),
+            responsible=self._responsible,
+            radius=lambda: self.reserve.radius,
+            hop_limit=config.hop_limit,
+            timeout=config.retrieve_timeout,
+        )
+        self.pusher = Pusher(
+            self.store,
+            get_chunk=self.store.get,
+            push=self.pushsync.push,
+            responsible=self._responsible,
+            has_peers=lambda: bool(self.sessions.peers),
+            workers=config.push_workers,
+        )
+        self.reserve.add_holder(self.pusher)
+        self.uploads = Uploads(
+            self.pusher,
+            self.pins,
+            store_chunks=self._store_uploaded,
+            store_checked=partial(self._store_uploaded, verified=False),
+            get_chunk=self.retrieval.get,
+            protected_changed=self.reserve_worker.wake,
+            receipt_timeout=config.receipt_timeout,
+        )
+
+    def _stored(self, addresses: Iterable[bytes]) -> None:
+        """Chunks entered the store: batches waiting for them may be complete; the reserve may
+        be over capacity."""
+        self.transfers.stored(addresses)
+        self.reserve_worker.wake()
+
+    def _known_depth(self) -> int | None:
+        """The depth, once this node has a neighbourhood (enough connected peers) and its depth
+        has held for DEPTH_SETTLE seconds; else None. The reserve caps the radius by it: a depth
+        seen while peers are still connecting would make it evict chunks it is about to be rid of
+        anyway, which syncing would then bring back."""
+        if self.table.connected_count() < self.config.neighbourhood_size:
+            self._depth_since = None
+            return None
+        depth, now = self.table.depth(), trio.current_time()
+        if self._depth_since is None or self._depth_since[0] != depth:
+            self._depth_since = (depth, now)
+        return depth if now - self._depth_since[1] >= DEPTH_SETTLE else None
+
+    def _responsible(self, address: bytes) -> bool:
+        """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
+        return proximity(self.overlay, address) >= self.table.depth()
+
+    async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
+
+        On cancellation every peer is sent a Goodbye first (for at most GOODBYE_TIMEOUT), then the
+        services stop and the store is closed.
+        """
+        self._build()
+        services = trio.CancelScope(shield=True)  # stopped by us, after the Goodbyes
         try:
             async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                await nursery.start(verifier.run)
-                serve_p2p = partial(trio.serve_tcp, self._accept, config.port, host=config.host)
+                await nursery.start(self._serve, services)
+                task_status.started(self)
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await self._say_goodbye()
+                    services.cancel()
+        finally:
+            self.store.close()
+
+    async def _serve(self, scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]) -> None:
+        config = self.config
+        with scope:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.verifier.run)
+                await nursery.start(self.sessions.run)
+                await nursery.start(self.live.run)
+                nursery.start_soon(self.repair.run)
+                await nursery.start(self.reserve_worker.run)
+                await nursery.start(self.pusher.run)
+                serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
                 self.gossip.advertise(config.host, self.p2p_port)
@@ -171,21 +284,25 @@ class Node:
                     self.api_port = await nursery.start(serve_api, self, config.api_host, config.api_port)
                 await nursery.start(self.manager.run)
                 if config.gossip:
-                    nursery.start_soon(self.gossip.run, lambda: list(self.peers.values()))
+                    nursery.start_soon(self.gossip.run, lambda: list(self.sessions.peers.values()))
                 for host, port in config.peers:
-                    nursery.start_soon(self.keep_bootnode, host, port)
+                    nursery.start_soon(
+                        self.sessions.keep_bootnode, host, port, config.redial_min, config.redial_max
+                    )
                 self._write_node_json()
                 api = f"http://{config.api_host}:{self.api_port}" if self.api_port else "off"
                 log.info(
                     "node %s listening on %s:%d, API %s", self.overlay.hex(), config.host, self.p2p_port, api
                 )
-                task_status.started(self)
-        finally:
-            with trio.CancelScope(shield=True):
-                for peer in list(self.peers.values()):
-                    peer.conn.close(GoodbyeCode.SHUTDOWN, "node shutting down")
-            self._nursery = None
-            self._store.close()
+                task_status.started()
+
+    async def _say_goodbye(self) -> None:
+        peers = list(self.sessions.peers.values())
+        for peer in peers:
+            peer.conn.close(GoodbyeCode.SHUTDOWN, "node shutting down")
+        with trio.move_on_after(GOODBYE_TIMEOUT):
+            for peer in peers:
+                await peer.conn.wait_closed()
 
     def _write_node_json(self) -> None:
         info = {
@@ -198,9 +315,8 @@ class Node:
         tmp.write_text(json.dumps(info) + "\n")
         tmp.replace(self.data_dir / "node.json")
 
-    def _local_handshake(self, challenge: bytes) -> Handshake:
-        """Our handshake for one connection, signed over the peer's Hello nonce."""
-        assert self.identity is not None
+    def _local_handshake(self, challenge: bytes, binding: bytes) -> Handshake:
+        """Our handshake for one connection, signed over the peer's Hello nonce and the channel."""
         return make_handshake(
             self.identity,
             version=PROTOCOL_VERSION,
@@ -209,205 +325,133 @@ class Node:
             host=self.config.host,
             port=self.p2p_port,
             challenge=challenge,
+            binding=binding,
+        )
+
+    def _make_peer(self, conn: PeerConnection) -> Peer:
+        """The services one connection speaks to."""
+        overlay = conn.overlay
+        requests = RequestTable()
+        timeout = self.config.retrieve_timeout
+        client = PullSyncClient(
+            conn,
+            conn.remote.epoch,
+            transfers=self.transfers,
+            intake=self.intake,
+            stats=self.puller.stats_of(overlay),
+            fetch=partial(requests.retrieve, conn, hop_limit=0, timeout=timeout),
+            completed=partial(self.puller.record, overlay),
+            config=self.config.puller,
+        )
+        return Peer(
+            conn,
+            min(proximity(self.overlay, overlay), MAX_PO),
+            # the upstream sees the store through leases: what it offers is not evicted meanwhile
+            upstream=Upstream(
+                conn,
+                cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
+                live_idle=self.config.live_idle,
+            ),
+            client=client,
+            requests=requests,
+            on_retrieve_request=self.retrieval.on_request,
+            on_peers=self._on_peers,
+            on_live=self.live.on_message,
+            retrieve_timeout=timeout,
+            on_push_delivery=self.pushsync.on_delivery,
         )
 
     # -- topology -----------------------------------------------------------------------------
 
-    def learn(self, address: PeerAddress) -> None:
-        """A peer and where it listens (from a handshake or verified gossip)."""
+    def learn(self, address: PeerAddress) -> bool:
+        """A peer and where it listens (from a handshake or verified gossip); False if it is not
+        kept (an address this node may not dial, or its bin is full of peers seen working)."""
         if address.overlay == self.overlay:
-            return
-        changed = self.book.add(address)
-        changed = self.table.add_known(address.overlay) or changed
-        if changed and self.manager is not None:
+            return False
+        if not self.dial_policy.allows(address.host):
+            self.addresses_refused += 1
+            return False
+        admission = self.book.add(address)
+        if admission.evicted is not None:
+            self.table.remove_known(admission.evicted)
+            self.gossip.drop_record(admission.evicted)
+        if admission.refused:
+            self.addresses_refused += 1
+            return False
+        if self.table.add_known(address.overlay) or admission.changed:
             self.manager.changed()
+        return True
 
-    def disconnect(self, overlay: bytes, reason: str) -> None:
-        peer = self.peers.get(overlay)
-        if peer is not None:
-            peer.conn.close(GoodbyeCode.PRUNED, reason)
+    def depth(self) -> int:
+        return self.puller.depth
 
-    def _update_depth(self) -> None:
-        depth = self.table.depth()
-        if depth != self._depth:
-            log.info("depth %d -> %d", self._depth, depth)
-            self._depth = depth
-            for peer in self.peers.values():
-                if peer.puller.started.is_set():
-                    peer.puller.set_bins(self.sync_policy(peer.po, depth))
-
-    # -- connections --------------------------------------------------------------------------
-
-    async def _accept(self, stream: trio.SocketStream) -> None:
-        try:
-            conn = await self._handshake(stream, outbound=False)
-        except HandshakeFailed:
-            return
-        await self._run_session(conn)
-
-    async def connect(self, host: str, port: int) -> PeerConnection:
-        """Dial once and run the session in the background; returns when the handshake is done."""
-        assert self._nursery is not None
-        stream = await trio.open_tcp_stream(host, port)
-        conn = await self._handshake(stream, outbound=True)
-        ready = trio.Event()
-        self._nursery.start_soon(self._run_session, conn, ready)
-        await ready.wait()
-        return conn
-
-    async def _dial(self, address: PeerAddress) -> None:
-        """The connection manager's dial: connect, and check the peer is who gossip said."""
-        if address.overlay in self.peers:
-            return
-        conn = await self.connect(address.host, address.port)
-        if conn.overlay != address.overlay:
-            conn.close(GoodbyeCode.BAD_HANDSHAKE, "not the peer this address was advertised for")
-            actual, expected = conn.overlay.hex()[:12], address.overlay.hex()[:12]
-            reason = f"{address.host}:{address.port} is {actual}, not {expected}"
-            raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local")
-
-    async def keep_bootnode(self, host: str, port: int) -> None:
-        """Dial a bootnode, and again (with backoff) whenever this node has no peers at all."""
-        delay = self.config.redial_min
-        while True:
-            if self.peers:
-                await trio.sleep(self.config.redial_min)
-                continue
-            try:
-                await self.connect(host, port)
-                delay = self.config.redial_min
-            except (OSError, HandshakeFailed) as exc:
-                log.info("dial bootnode %s:%d failed: %s", host, port, exc)
-                await trio.sleep(delay)
-                delay = min(delay * 2, self.config.redial_max)
-
-    async def _handshake(self, stream: trio.abc.Stream, *, outbound: bool) -> PeerConnection:
-        try:
-            return await handshake(
-                stream, self._local_handshake, network_id=self.config.network_id, outbound=outbound
-            )
-        except HandshakeFailed as exc:
-            self.connections_refused += 1
-            log.warning("handshake %s failed (%s): %s", "out" if outbound else "in", exc.by, exc.reason)
-            raise
-
-    async def _run_session(self, conn: PeerConnection, ready: trio.Event | None = None) -> None:
-        """Register the peer, run its connection until it ends, clean up after it."""
-        overlay = conn.overlay
-        existing = self.peers.get(overlay)
-        if existing is not None:
-            if _keep_existing(existing.conn, conn, self.overlay):
-                conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "already connected")
-                if ready is not None:
-                    ready.set()
-                await conn.run(_drop)
-                return
-            existing.conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "replaced by a newer connection")
-            self._forget(existing)
-        peer = Peer(self, conn, min(proximity(self.overlay, overlay), MAX_PO))
-        self.peers[overlay] = peer
-        remote = conn.remote
+    def _connected(self, peer: Peer) -> None:
+        remote = peer.conn.remote
         if remote.host and remote.port:
-            self.learn(PeerAddress(overlay, remote.host, remote.port))
-        self.table.connect(overlay)
-        self._update_depth()
-        log.info(
-            "peer %s connected (%s, po %d)", overlay.hex()[:12], "out" if conn.outbound else "in", peer.po
-        )
-        conn.start_soon(peer.puller.run)
-        assert self.gossip is not None
+            self.learn(PeerAddress(peer.overlay, remote.host, remote.port))
+        self.book.worked(peer.overlay)
+        self.table.connect(peer.overlay)
+        self.puller.set_depth(self.table.depth())
+        peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
         if self.config.gossip:
-            conn.start_soon(self.gossip.tell, peer)
-        if ready is not None:
-            ready.set()
-        try:
-            disconnect = await peer.run()
-        except Exception:
-            # a bug in handling this peer must not take the node down: log it, drop the peer
-            log.exception("peer %s: unexpected error; dropping the connection", overlay.hex()[:12])
-            disconnect = Disconnect("local", GoodbyeCode.PROTOCOL_ERROR, "internal error")
-        finally:
-            self._forget(peer)
-        if disconnect.violation:
-            self.violations += 1
-        self.disconnections.appendleft(
-            {
-                "overlay": overlay.hex(),
-                "po": peer.po,
-                "at": time.time(),
-                "by": disconnect.by,
-                "code": _code_name(disconnect.code),
-                "reason": disconnect.reason,
-                "violation": disconnect.violation,
-            }
-        )
-        log.info(
-            "peer %s disconnected by %s: %s (%s)",
-            overlay.hex()[:12],
-            disconnect.by,
-            disconnect.reason or "-",
-            _code_name(disconnect.code),
-        )
+            peer.conn.start_soon(self.gossip.tell, peer)
+        self.live.peer_connected(peer)
 
-    def _forget(self, peer: Peer) -> None:
-        if self.peers.get(peer.overlay) is not peer:
-            return
-        del self.peers[peer.overlay]
+    def _disconnected(self, peer: Peer) -> None:
+        self.live.peer_disconnected(peer)
         self.table.disconnect(peer.overlay)
-        self.puller.detach(peer.overlay)
-        if self.gossip is not None:
-            self.gossip.forget(peer.overlay)
-        peer.closed("peer disconnected")
-        totals = self.past_traffic.setdefault(peer.overlay, dict.fromkeys(status.TRAFFIC, 0))
-        for name in status.TRAFFIC:
-            totals[name] += getattr(peer.conn.stats, name)
-        self._update_depth()
-        if self.manager is not None:
-            self.manager.changed()
+        self.gossip.forget(peer.overlay)
+        self.puller.set_depth(self.table.depth())
+        self.manager.changed()
 
-    def peers_by_proximity(self, address: bytes) -> Iterator[Peer]:
-        """Connected peers, closest to `address` first (XOR distance)."""
-        target = int.from_bytes(address, "big")
-        yield from sorted(self.peers.values(), key=lambda p: int.from_bytes(p.overlay, "big") ^ target)
-
-    def on_peer_records(self, peer: Peer, msg: Peers) -> None:
-        assert self.gossip is not None
+    def _on_peers(self, peer: Peer, msg: Peers) -> None:
         if self.config.gossip:
             self.gossip.on_records(peer, msg)
 
-    # -- status (swarm/status.py builds the documents) ------------------------------------------
+    # -- for the API and the tests --------------------------------------------------------------
 
-    def sync_status(self) -> dict[str, Any]:
-        """The `GET /sync` document."""
-        return status.sync_status(self)
+    @property
+    def peers(self) -> dict[bytes, Peer]:
+        return self.sessions.peers
 
-    def topology(self) -> dict[str, Any]:
-        """The `GET /topology` document."""
-        return status.topology(self)
+    async def connect(self, host: str, port: int) -> PeerConnection:
+        """Dial once; returns when the handshake is done and the session runs."""
+        return await self.sessions.connect(host, port)
 
-    def loss_totals(self) -> dict[str, int]:
-        """Node-wide loss and traffic counters."""
-        return status.loss_totals(self)
+    def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int:
+        """Store uploaded chunks through the intake (``verified=True``: their addresses were just
+        computed) and push them to their neighbourhoods in the background; returns how many were new.
+        Uploaded updates of a feed someone follows are pushed to the followers too (docs/live.md)."""
+        return self.uploads.store_and_push(chunks, verified=verified)
 
+    def _store_uploaded(self, chunks: list[Chunk], *, verified: bool = True) -> int:
+        """An upload's chunks into the store; a followed feed's updates to the followers too."""
+        new = self.intake.store_many(chunks, verified=verified)
+        self.live.uploaded(chunks)
+        return new
 
-def _keep_existing(existing: PeerConnection, new: PeerConnection, own: bytes) -> bool:
-    """Two connections to one peer: keep the one dialled by the lower overlay (both sides agree).
-
-    Two connections dialled the same way mean the peer reconnected: the newer one wins.
-    """
-    if existing.outbound == new.outbound:
-        return False
-    dialler_of_new = own if new.outbound else new.overlay
-    dialler_of_existing = own if existing.outbound else existing.overlay
-    return dialler_of_existing < dialler_of_new
-
-
-async def _drop(msg: object) -> None:
-    return None
-
-
-def _code_name(code: int) -> str:
-    try:
-        return GoodbyeCode(code).name
-    except ValueError:
-        return str(code)
+    def statistics(self) -> NodeStatistics:
+        """One immutable snapshot of everything the node reports."""
+        return collect_statistics(
+            overlay=self.overlay,
+            store=self.store,
+            verifier=self.verifier,
+            puller=self.puller,
+            sessions=self.sessions,
+            retrieval=self.retrieval,
+            table=self.table,
+            strategy=self.config.strategy,
+            saturation=self.config.saturation,
+            gossip={
+                "received": self.gossip.received,
+                "rejected": self.gossip.rejected,
+                "rate_limited": self.gossip.rate_limited,
+                "refused": self.addresses_refused,
+            },
+            equivocations=self.equivocations.count,
+            repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
+            reserve=reserve_status(
+                self.reserve, self.pusher, self.pushsync, len(self.pins.roots()), len(self.pins)
+            ),
+            live=self.live.statistics(),
+        )

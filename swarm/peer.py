@@ -1,74 +1,93 @@
-"""One connected peer: its connection and the services that speak on it, and message dispatch."""
+"""One connected peer: its connection, the services that speak on it, and message dispatch.
+
+A `Peer` is built by the node for each connection from the services it needs, never from the
+node itself: the upstream server (what we offer), the pull-sync client (what we pull), the
+table of retrieve requests we sent, and two handlers the node hands it for the messages that
+concern the whole node (a peer's retrieve requests, its gossip). The connection answers its own
+messages (Ping, a stray Hello or Handshake) before they get here.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from streamer.connection import Disconnect, PeerConnection
-from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
-    GoodbyeCode,
-    Handshake,
-    Hello,
+    FeedPush,
+    LiveInterest,
     Message,
     OfferedHashes,
     Peers,
-    Ping,
-    Pong,
+    PushDelivery,
+    PushFailure,
+    PushReceipt,
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
     Subscribe,
+    TopicPush,
     Unsubscribe,
     Unsubscribed,
     WantedHashes,
 )
 from streamer.requests import RequestTable
-from syncer.peer_puller import PeerPuller
+from swarm.push_requests import PushRequests
+from syncer.pullsync import PullSyncClient
 from syncer.upstream import Upstream
-
-if TYPE_CHECKING:
-    from swarm.node import Node
 
 log = logging.getLogger(__name__)
 
+_FROM_UPSTREAM = (ChunkDelivery, OfferedHashes, CursorsReply, Unsubscribed)
+
 
 class Peer:
-    """A live peer: connection, upstream server, puller, retrieve requests; routes its messages."""
+    """A live peer: connection, upstream server, pull-sync client, retrieve requests."""
 
-    def __init__(self, node: Node, conn: PeerConnection, po: int) -> None:
-        self.node = node
+    def __init__(
+        self,
+        conn: PeerConnection,
+        po: int,
+        *,
+        upstream: Upstream,
+        client: PullSyncClient,
+        requests: RequestTable,
+        on_retrieve_request: Callable[[Peer, RetrieveRequest], None],
+        on_peers: Callable[[Peer, Peers], None],
+        on_live: Callable[[Peer, LiveInterest | FeedPush | TopicPush], None] = lambda peer, msg: None,
+        retrieve_timeout: float,
+        on_push_delivery: Callable[[Peer, PushDelivery], None] | None = None,
+    ) -> None:
         self.conn = conn
         self.overlay = conn.overlay
         self.po = po
-        self.requests = RequestTable()
-        self.upstream = Upstream(conn, node.store, live_idle=node.config.live_idle)
-        self.puller: PeerPuller = node.puller.attach(
-            conn, po, policy=node.sync_policy, depth=node.depth, fetch=self.fetch_local
-        )
+        self.upstream = upstream
+        self.client = client
+        self.requests = requests
+        self.retrieve_timeout = retrieve_timeout
+        self.pushes = PushRequests()
+        push_delivery = on_push_delivery or (lambda peer, msg: None)
         self._routes: dict[type, Callable[[Any], None]] = {
-            CursorsRequest: self.upstream.on_cursors_request,
-            Subscribe: self.upstream.on_subscribe,
-            Unsubscribe: self.upstream.on_unsubscribe,
-            Unsubscribed: self.puller.on_unsubscribed,
-            WantedHashes: self.upstream.on_want,
-            CursorsReply: self.puller.on_cursors_reply,
-            OfferedHashes: self.puller.on_offer,
-            RetrieveRequest: self._on_retrieve_request,
+            CursorsRequest: upstream.on_cursors_request,
+            Subscribe: upstream.on_subscribe,
+            Unsubscribe: upstream.on_unsubscribe,
+            WantedHashes: upstream.on_want,
+            RetrieveRequest: lambda msg: on_retrieve_request(self, msg),
             RetrieveDelivery: self.requests.on_delivery,
             RetrieveFailure: self.requests.on_failure,
-            Ping: self._on_ping,
-            Pong: _ignore,
-            Peers: self._on_peers,
-            Handshake: _second_handshake,
-            Hello: _hello_after_handshake,
+            Peers: lambda msg: on_peers(self, msg),
+            PushDelivery: lambda msg: push_delivery(self, msg),
+            PushReceipt: self.pushes.on_receipt,
+            PushFailure: self.pushes.on_failure,
+            LiveInterest: lambda msg: on_live(self, msg),  # live propagation (swarm.live)
+            FeedPush: lambda msg: on_live(self, msg),
+            TopicPush: lambda msg: on_live(self, msg),
         }
 
     def __repr__(self) -> str:
@@ -81,49 +100,32 @@ class Peer:
         outlives the connection by as long as it takes to finish the ones that had arrived.
         """
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.puller.deliveries.run)
+            nursery.start_soon(self.client.deliveries.run)
             try:
                 return await self.conn.run(self.dispatch)
             finally:
-                self.puller.deliveries.close()
+                self.client.deliveries.close()
 
     async def dispatch(self, msg: Message) -> None:
         """Route one incoming message; runs inside the connection's reader, so never blocks,
-        except that a delivery waits while the puller's intake is full (backpressure)."""
-        if type(msg) is ChunkDelivery:
-            await self.puller.on_delivery(msg)
+        except that a delivery waits while the client's intake is full (backpressure)."""
+        if isinstance(msg, _FROM_UPSTREAM):
+            await self.client.receive(msg)
         else:
             self._routes[type(msg)](msg)
 
-    async def fetch_local(self, address: bytes) -> bytes:
-        """Ask this peer for a chunk from its own store (hop limit 0): the sync fallback."""
+    async def retrieve(self, address: bytes, *, hop_limit: int, timeout: float | None = None) -> bytes:
+        """Ask this peer for a chunk; hop limit 0 asks for its own store only."""
         return await self.requests.retrieve(
-            self.conn, address, hop_limit=0, timeout=self.node.config.retrieve_timeout
+            self.conn, address, hop_limit=hop_limit, timeout=timeout or self.retrieve_timeout
         )
 
-    def _on_retrieve_request(self, msg: RetrieveRequest) -> None:
-        self.node.retrieval.on_request(self, msg)
-
-    def _on_ping(self, msg: Ping) -> None:
-        try:
-            self.conn.send_nowait(Pong(msg.nonce))
-        except trio.WouldBlock:
-            raise RemoteProtocolError("ping flood", GoodbyeCode.OVERLOADED) from None
-
-    def _on_peers(self, msg: Peers) -> None:
-        self.node.on_peer_records(self, msg)
+    async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt:
+        """Push a chunk to this peer (swarm/pushsync.py); returns the receipt that comes back."""
+        return await self.pushes.push(self.conn, address, data, hop_limit=hop_limit, timeout=timeout)
 
     def closed(self, reason: str) -> None:
+        """The connection is gone: fail what we asked of it, release what it was pulling."""
         self.requests.fail_all(reason)
-
-
-def _ignore(msg: Message) -> None:
-    return None
-
-
-def _hello_after_handshake(msg: Message) -> None:
-    raise RemoteProtocolError("Hello on an established connection (the handshake is over)")
-
-
-def _second_handshake(msg: Message) -> None:
-    raise RemoteProtocolError("second handshake on an established connection")
+        self.pushes.fail_all(reason)
+        self.client.close()

@@ -13,25 +13,48 @@ share a single trip. Retrieval traffic uses the outbox's most urgent class.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
 from localstore import Chunk, ChunkDamaged, ChunkNotFound, InvalidChunk
 from localstore.cache import DEFAULT_CACHE_BYTES, ChunkCache
+from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
-from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest
+from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest, clip_reason
 from streamer.outbox import Priority
 from streamer.requests import NO_ANSWER, RetrieveFailed
-
-if TYPE_CHECKING:
-    from swarm.node import Node
-    from swarm.peer import Peer
 
 log = logging.getLogger(__name__)
 
 MAX_SERVING_PER_PEER = 64
+
+
+class RetrievalPeer(Protocol):
+    """What retrieval uses of a connected peer."""
+
+    @property
+    def overlay(self) -> bytes: ...
+
+    @property
+    def conn(self) -> PeerConnection: ...
+
+    async def retrieve(self, address: bytes, *, hop_limit: int, timeout: float | None = None) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class RetrievalStatistics:
+    served: int  # peers' requests answered from this node's store or cache
+    forwarded: int  # peers' requests answered by asking closer peers
+    failed: int  # peers' requests answered with a failure
+    fetched: int  # this node's own requests answered by the network
+    joined: int  # requests that shared another's trip instead of asking peers
+    cache_hits: int
+    cache_misses: int
+    cache_chunks: int
+    cache_bytes: int
 
 
 class ChunkUnavailable(Exception):
@@ -59,14 +82,18 @@ class Retrieval:
 
     def __init__(
         self,
-        node: Node,
+        overlay: bytes,
+        store_get: Callable[[bytes], Chunk],
+        peers: Callable[[], Iterable[RetrievalPeer]],
         *,
         hop_limit: int = 8,
         timeout: float = 10.0,
         attempts: int = 3,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
-        self.node = node
+        self.overlay = overlay
+        self._store_get = store_get
+        self._peers = peers
         self.cache = ChunkCache(cache_bytes)
         self._flights: dict[bytes, _Flight] = {}  # requests under way, by chunk address
         self.hop_limit = hop_limit
@@ -94,7 +121,7 @@ class Retrieval:
     def _local(self, address: bytes) -> Chunk | None:
         """What this node can answer without asking anyone: its store, then its cache."""
         try:
-            return self.node.store.get(address)
+            return self._store_get(address)
         except ChunkNotFound:
             pass
         except ChunkDamaged as exc:
@@ -103,7 +130,21 @@ class Retrieval:
 
     # -- for peers ----------------------------------------------------------------------------
 
-    def on_request(self, peer: Peer, msg: RetrieveRequest) -> None:
+    def statistics(self) -> RetrievalStatistics:
+        cache = self.cache
+        return RetrievalStatistics(
+            self.served,
+            self.forwarded,
+            self.failed,
+            self.fetched,
+            self.joined,
+            cache.hits,
+            cache.misses,
+            len(cache),
+            cache.bytes,
+        )
+
+    def on_request(self, peer: RetrievalPeer, msg: RetrieveRequest) -> None:
         open_ids = self._open_ids.setdefault(peer.overlay, set())
         if msg.request_id in open_ids:
             raise RemoteProtocolError(f"retrieve request {msg.request_id} reused while still open")
@@ -118,7 +159,7 @@ class Retrieval:
         open_ids.add(msg.request_id)
         peer.conn.start_soon(self._serve, peer, msg)
 
-    async def _serve(self, peer: Peer, msg: RetrieveRequest) -> None:
+    async def _serve(self, peer: RetrievalPeer, msg: RetrieveRequest) -> None:
         try:
             found = self._local(msg.address)
             if found is None:
@@ -130,7 +171,7 @@ class Retrieval:
                             msg.address, hop_limit=msg.hop_limit - 1, origin=peer.overlay
                         )
                     except ChunkUnavailable as exc:
-                        answer = RetrieveFailure(msg.request_id, exc.reason[:1000])
+                        answer = RetrieveFailure(msg.request_id, clip_reason(exc.reason))
                     else:
                         self.forwarded += 1
                         answer = RetrieveDelivery(msg.request_id, chunk.data)
@@ -149,17 +190,19 @@ class Retrieval:
 
     # -- forwarding ---------------------------------------------------------------------------
 
-    def next_hops(self, address: bytes, origin: bytes | None) -> list[Peer]:
+    def next_hops(self, address: bytes, origin: bytes | None) -> list[RetrievalPeer]:
         """Connected peers strictly closer to `address` than this node, closest first."""
         target = int.from_bytes(address, "big")
-        own = int.from_bytes(self.node.overlay, "big") ^ target
-        hops = []
-        for peer in self.node.peers_by_proximity(address):
-            if int.from_bytes(peer.overlay, "big") ^ target >= own:
-                break
-            if peer.overlay != origin and not peer.conn.closed:
-                hops.append(peer)
-        return hops
+        own = int.from_bytes(self.overlay, "big") ^ target
+        closer = [
+            (distance, peer)
+            for peer in self._peers()
+            if (distance := int.from_bytes(peer.overlay, "big") ^ target) < own
+            and peer.overlay != origin
+            and not peer.conn.closed
+        ]
+        closer.sort(key=lambda pair: pair[0])
+        return [peer for _, peer in closer]
 
     async def forward(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
         """The chunk from the network, sharing a request already under way for it.
@@ -200,9 +243,7 @@ class Retrieval:
         with trio.move_on_after(self.timeout) as scope:
             for peer in hops:
                 try:
-                    data = await peer.requests.retrieve(
-                        peer.conn, address, hop_limit=hop_limit, timeout=self.timeout
-                    )
+                    data = await peer.retrieve(address, hop_limit=hop_limit, timeout=self.timeout)
                 except RetrieveFailed as exc:
                     log.debug("retrieve %s from %s: %s", address.hex()[:12], peer.overlay.hex()[:12], exc)
                     timeouts += exc.timed_out

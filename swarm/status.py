@@ -1,112 +1,129 @@
 """What a node reports about itself: the `GET /sync` and `GET /topology` documents, loss totals.
 
-Reads of a running Node's state (its peers, the puller's statistics, the peer table, the store),
-kept apart from the node so that what it runs and what it reports can each be read on its own.
+Pure functions of one `NodeStatistics` snapshot, so that what the node runs and what it reports
+can each be read on its own.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from swarm.reserve_status import reserve_document
+from swarm.sessions import TRAFFIC, Disconnection
+from swarm.statistics import ConnectionStatus, NodeStatistics
+from syncer.puller import PeerSyncStatus
 from syncer.stats import COUNTERS
 
-if TYPE_CHECKING:
-    from swarm.node import Node
-
-__all__ = ["TRAFFIC", "loss_totals", "sync_status", "topology", "traffic"]
-
-TRAFFIC = ("payload_bytes_in", "protocol_bytes_in", "payload_bytes_out", "protocol_bytes_out")
+__all__ = ["TRAFFIC", "loss_totals", "sync_document", "topology_document"]
 
 
-def traffic(node: Node, overlay: bytes) -> dict[str, int]:
-    """Byte counters of every session with the peer ``overlay``, the current one included."""
-    totals = dict(node.past_traffic.get(overlay, dict.fromkeys(TRAFFIC, 0)))
-    peer = node.peers.get(overlay)
-    if peer is not None:
-        for name in TRAFFIC:
-            totals[name] += getattr(peer.conn.stats, name)
-    return totals
-
-
-def sync_status(node: Node) -> dict[str, Any]:
+def sync_document(stats: NodeStatistics) -> dict[str, Any]:
     """The `GET /sync` document."""
-    peers = []
-    for peer in sorted(node.peers.values(), key=lambda p: p.overlay):
-        status = peer.puller.status()
-        stats = node.puller.stats_of(peer.overlay).snapshot()
-        counts = {name: stats.counts[name] for name in COUNTERS}
-        counts.update(traffic(node, peer.overlay))
-        status["stats"] = counts
-        status["last_change"] = {name: stats.changed[name] for name in COUNTERS if stats.changed[name]}
-        status["serving"] = {
-            "subscriptions": [[b, live] for b, live in peer.upstream.subscriptions],
-            "offered": peer.upstream.offered,
-            "delivered": peer.upstream.delivered,
-        }
-        peers.append(status)
+    pulling = {peer.overlay: peer for peer in stats.sync.peers}
+    peers = [_peer_status(stats, conn, pulling.get(conn.overlay)) for conn in stats.connections]
     return {
-        "overlay": node.overlay.hex(),
-        "epoch": node.store.epoch,
-        "depth": node.depth(),
-        "chunks": len(node.store),
+        "overlay": stats.overlay.hex(),
+        "epoch": stats.epoch,
+        "depth": stats.depth,
+        "chunks": stats.chunks,
         # worker processes verifying synced chunks (fewer than configured: one died, see the log)
-        "verify_workers": node.puller.verifier.live_workers,
+        "verify_workers": stats.verify_workers,
         "fully_synced": all(p["fully_synced"] for p in peers),
+        "reserve": reserve_document(stats.reserve),
         "peers": peers,
-        "totals": loss_totals(node),
-        "disconnected": [_disconnection_status(node, d) for d in node.disconnections],
+        "totals": loss_totals(stats),
+        "disconnected": [_disconnection(stats, d) for d in stats.disconnections],
     }
 
 
-def _disconnection_status(node: Node, record: dict[str, Any]) -> dict[str, Any]:
-    """One ended session, with the peer's loss counters (kept across its sessions) as of now."""
-    overlay = bytes.fromhex(record["overlay"])
-    stats = node.puller.stats_of(overlay).snapshot()
+def _peer_status(
+    stats: NodeStatistics, conn: ConnectionStatus, sync: PeerSyncStatus | None
+) -> dict[str, Any]:
+    counters = stats.sync.stats.get(conn.overlay)
+    counts = {name: counters.counts[name] if counters else 0 for name in COUNTERS}
+    counts.update(stats.traffic.get(conn.overlay, dict.fromkeys(TRAFFIC, 0)))
+    changed = counters.changed if counters else {}
     return {
-        **record,
-        "connected_again": overlay in node.peers,
-        "stats": {name: stats.counts[name] for name in COUNTERS},
+        "overlay": conn.overlay.hex(),
+        "po": conn.po,
+        "epoch": sync.epoch if sync else None,
+        "fully_synced": sync.fully_synced if sync else False,
+        "bins": [
+            {"bin": b.bin, "cursor": b.cursor, "synced": [list(r) for r in b.synced], "lag": b.lag}
+            for b in (sync.bins if sync else ())
+        ],
+        "stats": counts,
+        "last_change": {name: changed[name] for name in COUNTERS if changed.get(name)},
+        "serving": {
+            "subscriptions": [[b, live] for b, live in conn.serving],
+            "offered": conn.offered,
+            "delivered": conn.delivered,
+        },
     }
 
 
-def topology(node: Node) -> dict[str, Any]:
+def _disconnection(stats: NodeStatistics, record: Disconnection) -> dict[str, Any]:
+    """One ended session, with the peer's loss counters (kept across its sessions) as of now."""
+    counters = stats.sync.stats.get(record.overlay)
+    return {
+        "overlay": record.overlay.hex(),
+        "po": record.po,
+        "at": record.at,
+        "by": record.by,
+        "code": record.code,
+        "reason": record.reason,
+        "violation": record.violation,
+        "connected_again": any(c.overlay == record.overlay for c in stats.connections),
+        "stats": {name: counters.counts[name] if counters else 0 for name in COUNTERS},
+    }
+
+
+def topology_document(stats: NodeStatistics) -> dict[str, Any]:
     """The `GET /topology` document, shaped like the reference node's."""
-    table = node.table
+    outbound = {conn.overlay: conn.outbound for conn in stats.connections}
+    table = stats.table
     bins = {}
-    for po in range(table.max_po + 1):
-        known = table.known(po)
-        connected = set(table.connected(po))
-        bins[f"bin_{po}"] = {
-            "population": len(known),
-            "connected": len(connected),
-            "disconnectedPeers": [{"address": p.hex()} for p in known if p not in connected],
+    for b in table.bins:
+        connected = set(b.connected_peers)
+        bins[f"bin_{b.po}"] = {
+            "population": b.known,
+            "connected": b.connected,
+            "disconnectedPeers": [{"address": p.hex()} for p in b.known_peers if p not in connected],
             "connectedPeers": [
-                {"address": p.hex(), "outbound": node.peers[p].conn.outbound} for p in known if p in connected
+                {"address": p.hex(), "outbound": outbound.get(p, False)}
+                for p in b.known_peers
+                if p in connected
             ],
         }
     return {
-        "baseAddr": node.overlay.hex(),
-        "population": table.known_count(),
-        "connected": table.connected_count(),
+        "baseAddr": stats.overlay.hex(),
+        "population": table.known,
+        "connected": table.connected,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "nnLowWatermark": node.config.neighbourhood_size,
-        "depth": node.depth(),
-        "saturation": node.config.saturation,
-        "strategy": node.config.strategy,
+        "nnLowWatermark": table.neighbourhood_size,
+        "depth": stats.depth,
+        "saturation": stats.saturation,
+        "strategy": stats.strategy,
         "bins": bins,
     }
 
 
-def loss_totals(node: Node) -> dict[str, int]:
+def loss_totals(stats: NodeStatistics) -> dict[str, int]:
     """Node-wide counters over every peer ever connected (dropped peers included)."""
     totals = dict.fromkeys(COUNTERS, 0)
-    for stats in node.puller.stats.values():
+    for counters in stats.sync.stats.values():
         for name in COUNTERS:
-            totals[name] += stats[name]
-    for overlay in set(node.past_traffic) | set(node.peers):
-        for name, value in traffic(node, overlay).items():
+            totals[name] += counters.counts[name]
+    for traffic in stats.traffic.values():
+        for name, value in traffic.items():
             totals[name] += value
-    totals["violations"] = node.violations
-    totals["handshakes_refused"] = node.connections_refused
+    totals["violations"] = stats.violations
+    totals["handshakes_refused"] = stats.handshakes_refused
+    totals["turned_away"] = stats.turned_away
+    totals["equivocations"] = stats.equivocations
+    totals["damaged_repaired"] = stats.repairs["repaired"]
+    totals["damaged_lost"] = stats.repairs["failed"]
+    for name, value in stats.gossip.items():
+        totals[f"peer_records_{name}"] = value
     return totals

@@ -16,8 +16,9 @@ import httpx
 import trio
 
 from localstore import CHUNK_SIZE, Chunk
-from swarm.node import Node, NodeConfig
-from syncer.downstream import PullerConfig
+from swarm.config import NodeConfig
+from swarm.node import Node
+from syncer.pullsync import PullerConfig
 
 
 def random_chunks(count: int, *, seed: int = 0, size: int = CHUNK_SIZE) -> list[Chunk]:

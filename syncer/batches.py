@@ -6,11 +6,10 @@ requested from one peer is not requested from another, but every batch that offe
 it, and if the first request fails it is requested again from a peer that offered it.
 
 A batch is complete when every chunk it offered is stored (whoever delivered it); only then may
-its range be added to the synced intervals. It is forgotten once it is complete *and* its peer
-has delivered everything we wanted from it, so a late but honest delivery is never mistaken for
-an unsolicited one.
+its range be added to the synced intervals, and the tracker forgets it. Which deliveries a peer
+may still send is the connection's business (`syncer.session`), not this module's.
 
-Nothing here does I/O or knows about time: the trio shell feeds events in and acts on the values
+Nothing here does I/O or knows about time: the caller feeds events in and acts on the values
 returned.
 """
 
@@ -19,17 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-
-class SyncViolation(Exception):
-    """The remote peer broke the sync protocol (an unknown offer, an unsolicited delivery ...)."""
+from streamer.errors import RemoteProtocolError
 
 
-class UnsolicitedDelivery(SyncViolation):
-    """A delivery of something we did not want from that peer."""
-
-
-class UnexpectedOffer(SyncViolation):
-    """An offer that repeats one still open, or is malformed for its stream."""
+class UnexpectedOffer(RemoteProtocolError):
+    """An offer that repeats one still open, or whose range is empty."""
 
 
 @dataclass(frozen=True, order=True)
@@ -69,21 +62,11 @@ class Rerequest:
     peer: bytes
 
 
-@dataclass(frozen=True)
-class PeerGone:
-    """What dropping a peer left behind."""
-
-    missing: int
-    rerequests: list[Rerequest]
-
-
 @dataclass
 class _Batch:
     key: BatchKey
     end: int
-    wanted: dict[int, bytes]  # index -> address we still expect this peer to deliver
     waiting: set[bytes]  # addresses of this batch not stored yet
-    completed: bool = False
 
 
 @dataclass
@@ -97,7 +80,7 @@ class BatchTracker:
     def __init__(self) -> None:
         self._batches: dict[BatchKey, _Batch] = {}
         self._by_peer: dict[bytes, _PeerState] = {}
-        # address -> batches (open or not yet forgotten) that are waiting for it, in arrival order
+        # address -> open batches waiting for it, in arrival order
         self._waiters: dict[bytes, list[BatchKey]] = {}
         # address -> the peer it has been requested from (at most one at a time)
         self._requested: dict[bytes, bytes] = {}
@@ -122,47 +105,22 @@ class BatchTracker:
             )
         if start > end:
             raise UnexpectedOffer(f"offer range [{start}, {end}] is empty")
-        batch = _Batch(key=key, end=end, wanted={}, waiting=set())
+        waiting: set[bytes] = set()
+        wanted = []
         for index, address in enumerate(hashes):
-            if address in batch.waiting or is_stored(address):
+            if address in waiting or is_stored(address):
                 continue
-            batch.waiting.add(address)
+            waiting.add(address)
             self._waiters.setdefault(address, []).append(key)
             if address not in self._requested:
                 self._requested[address] = peer
-                batch.wanted[index] = address
+                wanted.append(index)
+        batch = _Batch(key, end, waiting)
+        if not waiting:
+            return OfferDecision(wanted, self._complete(batch))
         self._batches[key] = batch
         self._by_peer.setdefault(peer, _PeerState()).batches.add(key)
-        completed = None
-        if not batch.waiting:
-            completed = self._complete(batch)
-        return OfferDecision(wanted=sorted(batch.wanted), completed=completed)
-
-    def delivery(self, peer: bytes, bin: int, live: bool, start: int, index: int) -> bytes:
-        """Check a delivery against what we wanted; returns the address the data must hash to.
-
-        Each wanted index may be delivered once; anything else raises `UnsolicitedDelivery`.
-        """
-        batch = self._batches.get(BatchKey(peer, bin, live, start))
-        if batch is None:
-            raise UnsolicitedDelivery(
-                f"delivery for bin {bin} ({_kind(live)}) offer {start} index {index}: no such open offer"
-            )
-        address = batch.wanted.pop(index, None)
-        if address is None:
-            raise UnsolicitedDelivery(
-                f"delivery for bin {bin} ({_kind(live)}) offer {start} index {index}: not wanted"
-            )
-        # The request stays registered until the chunk is stored: if this data turns out to be
-        # invalid, dropping the peer re-requests the chunk for everyone else waiting on it.
-        self._forget_if_done(batch)
-        return address
-
-    def delivery_failed(self, peer: bytes, bin: int, live: bool, start: int, index: int) -> None:
-        """A wanted chunk arrived but could not be stored (it was invalid): stop expecting it."""
-        batch = self._batches.get(BatchKey(peer, bin, live, start))
-        if batch is not None:
-            batch.wanted.pop(index, None)
+        return OfferDecision(wanted, None)
 
     def stored(self, address: bytes) -> list[CompletedBatch]:
         """A chunk is now in the local store (from any source); returns the batches it completed."""
@@ -176,48 +134,37 @@ class BatchTracker:
             if batch is None:
                 continue
             batch.waiting.discard(address)
-            if not batch.waiting and not batch.completed:
+            if not batch.waiting:
+                self._forget(key)
                 completed.append(self._complete(batch))
         return completed
 
     def request_failed(self, address: bytes, peer: bytes) -> Rerequest | None:
-        """A direct request for `address` to `peer` failed: pick another peer that offered it."""
+        """The request for `address` to `peer` failed: pick another peer that offered it."""
         if self._requested.get(address) == peer:
             del self._requested[address]
         return self._reassign(address, exclude=peer)
 
-    def peer_gone(self, peer: bytes) -> PeerGone:
+    def peer_gone(self, peer: bytes) -> list[Rerequest]:
         """Forget every batch of a disconnected peer; re-request what others still wait for."""
-        state = self._by_peer.pop(peer, None)
-        missing = 0
-        orphaned: set[bytes] = set()
+        state = self._by_peer.get(peer)
         for key in sorted(state.batches) if state else []:
-            batch = self._batches.pop(key)
-            missing += len(batch.wanted)
-            orphaned.update(batch.wanted.values())
+            batch = self._batches[key]
+            self._forget(key)
             for address in batch.waiting:
                 waiters = self._waiters.get(address)
                 if waiters is not None:
                     waiters[:] = [k for k in waiters if k != key]
                     if not waiters:
                         del self._waiters[address]
-        for address, asked in list(self._requested.items()):
-            if asked == peer:
-                del self._requested[address]
-                orphaned.add(address)
+        orphaned = sorted(address for address, asked in self._requested.items() if asked == peer)
         rerequests = []
-        for address in sorted(orphaned):
+        for address in orphaned:
+            del self._requested[address]
             again = self._reassign(address, exclude=peer)
             if again is not None:
                 rerequests.append(again)
-        return PeerGone(missing=missing, rerequests=rerequests)
-
-    def note_request(self, address: bytes, peer: bytes) -> bool:
-        """Record a direct request for `address` to `peer`; False if one is already in flight."""
-        if address in self._requested:
-            return False
-        self._requested[address] = peer
-        return True
+        return rerequests
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -226,25 +173,12 @@ class BatchTracker:
         state = self._by_peer.get(peer)
         if state is None:
             return 0
-        return sum(
-            1
-            for key in state.batches
-            if key.bin == bin and key.live == live and not self._batches[key].completed
-        )
+        return sum(1 for key in state.batches if key.bin == bin and key.live == live)
 
     def open_batches(self, peer: bytes) -> int:
         """Batches of `peer` that are not complete yet."""
         state = self._by_peer.get(peer)
-        if state is None:
-            return 0
-        return sum(1 for key in state.batches if not self._batches[key].completed)
-
-    def outstanding(self, peer: bytes) -> int:
-        """Chunks wanted from `peer` and not delivered yet."""
-        state = self._by_peer.get(peer)
-        if state is None:
-            return 0
-        return sum(len(self._batches[key].wanted) for key in state.batches)
+        return 0 if state is None else len(state.batches)
 
     def requested_from(self, address: bytes) -> bytes | None:
         return self._requested.get(address)
@@ -254,28 +188,23 @@ class BatchTracker:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _complete(self, batch: _Batch) -> CompletedBatch:
-        batch.completed = True
+    @staticmethod
+    def _complete(batch: _Batch) -> CompletedBatch:
         key = batch.key
-        done = CompletedBatch(peer=key.peer, bin=key.bin, live=key.live, start=key.start, end=batch.end)
-        self._forget_if_done(batch)
-        return done
+        return CompletedBatch(peer=key.peer, bin=key.bin, live=key.live, start=key.start, end=batch.end)
 
-    def _forget_if_done(self, batch: _Batch) -> None:
-        if batch.completed and not batch.wanted:
-            key = batch.key
-            del self._batches[key]
-            state = self._by_peer.get(key.peer)
-            if state is not None:
-                state.batches.discard(key)
-                if not state.batches:
-                    del self._by_peer[key.peer]
+    def _forget(self, key: BatchKey) -> None:
+        del self._batches[key]
+        state = self._by_peer[key.peer]
+        state.batches.discard(key)
+        if not state.batches:
+            del self._by_peer[key.peer]
 
     def _reassign(self, address: bytes, exclude: bytes) -> Rerequest | None:
         if address in self._requested:
             return None
         for key in self._waiters.get(address, ()):
-            if key.peer != exclude and key in self._batches:
+            if key.peer != exclude:
                 self._requested[address] = key.peer
                 return Rerequest(address=address, peer=key.peer)
         return None

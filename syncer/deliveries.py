@@ -1,33 +1,31 @@
 """DeliveryIntake: one upstream's chunk deliveries, verified in batches, then stored.
 
 The connection's reader hands each solicited delivery to `put` and goes on reading; `run`
-gathers what has arrived into a batch, submits it to the node's `ChunkVerifier` (worker
-processes on other cores) and, a few batches later, stores the valid chunks with one write and
-counts them. While a batch is hashed elsewhere, this process decodes the next ones, answers
+gathers what has arrived into a batch, has the node's `ChunkIntake` verify it (on the worker
+processes of other cores) and, a few batches later, stores the valid chunks through it with one
+write and counts them. While a batch is hashed elsewhere, this process decodes the next ones, answers
 offers and stores the batch before: that overlap is the point.
 
 Memory stays bounded: `put` waits when `QUEUE` chunks are waiting (the reader stops reading, so
 TCP slows the upstream down) and at most `IN_FLIGHT` batches are being verified. An invalid chunk
-is counted and drops the peer (`PeerConnection.broke_protocol`); the valid chunks around it are
+is counted and drops the peer (the `broke_protocol` it is given); the valid chunks around it are
 still stored. `run` outlives the connection: after `close` it verifies and stores what had
 arrived, so a valid chunk delivered just before the peer went (or was dropped) is not lost.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
 
 import trio
 
 from localstore import Chunk, InvalidChunk
-from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
-from streamer.messages import ChunkDelivery, GoodbyeCode
+from streamer.messages import GoodbyeCode
+from syncer.intake import ChunkIntake
 from syncer.stats import PeerStats
 from syncer.verifier import MAX_BATCH, Verdicts
-
-if TYPE_CHECKING:
-    from syncer.downstream import Puller
 
 __all__ = ["BATCH", "IN_FLIGHT", "QUEUE", "DeliveryIntake"]
 
@@ -38,27 +36,31 @@ BATCH = min(128, MAX_BATCH)
 IN_FLIGHT = 2
 """Batches of one peer submitted and waiting to be stored, beyond the one being stored."""
 
-_Arrival = tuple[Chunk, ChunkDelivery]
-_Batch = tuple[list[ChunkDelivery], Verdicts]
-
 
 class DeliveryIntake:
     """Verifies and stores the chunks one upstream delivers."""
 
-    def __init__(self, puller: Puller, conn: PeerConnection, stats: PeerStats) -> None:
-        self.puller = puller
-        self.conn = conn
-        self.peer = conn.overlay
+    def __init__(
+        self,
+        intake: ChunkIntake,
+        stats: PeerStats,
+        broke_protocol: Callable[[RemoteProtocolError], None],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.intake = intake
         self.stats = stats
-        self._arrived_send, self._arrived = trio.open_memory_channel[_Arrival](QUEUE)
-        self._checking_send, self._checking = trio.open_memory_channel[_Batch](IN_FLIGHT - 1)
+        self.broke_protocol = broke_protocol
+        self.clock = clock
+        self._arrived_send, self._arrived = trio.open_memory_channel[Chunk](QUEUE)
+        self._checking_send, self._checking = trio.open_memory_channel[Verdicts](IN_FLIGHT - 1)
 
-    async def put(self, chunk: Chunk, delivery: ChunkDelivery) -> None:
+    async def put(self, chunk: Chunk) -> None:
         """Queue a solicited delivery; waits only while the queue is full."""
         try:
-            self._arrived_send.send_nowait((chunk, delivery))
+            self._arrived_send.send_nowait(chunk)
         except trio.WouldBlock:
-            await self._arrived_send.send((chunk, delivery))
+            await self._arrived_send.send(chunk)
 
     def close(self) -> None:
         """No more deliveries will come (the connection ended): `run` finishes what came."""
@@ -71,42 +73,31 @@ class DeliveryIntake:
             await self._store()
 
     async def _submit(self) -> None:
-        verifier = self.puller.verifier
         async for first in self._arrived:
-            arrivals = [first]
-            while len(arrivals) < BATCH:
+            batch = [first]
+            while len(batch) < BATCH:
                 try:
-                    arrivals.append(self._arrived.receive_nowait())
+                    batch.append(self._arrived.receive_nowait())
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
-            verdicts = await verifier.submit([chunk for chunk, _ in arrivals])
-            await self._checking_send.send(([delivery for _, delivery in arrivals], verdicts))
+            await self._checking_send.send(await self.intake.verify(batch))
         await self._checking_send.aclose()
 
     async def _store(self) -> None:
-        async for deliveries, verdicts in self._checking:
+        async for verdicts in self._checking:
             problems = await verdicts.wait()
             chunks = verdicts.chunks
             valid = [chunk for chunk, problem in zip(chunks, problems, strict=True) if problem is None]
-            now = self.puller.clock()
+            now = self.clock()
             if valid:
-                new = self.puller.store_chunks(valid, verified=True)
+                new = self.intake.store_many(valid, verified=True)
                 self.stats.add("delivered", len(valid), now)
                 if new < len(valid):
                     self.stats.add("repeat", len(valid) - new, now)
             if len(valid) < len(chunks):
-                self._invalid(deliveries, chunks, problems, now)
-
-    def _invalid(
-        self, deliveries: list[ChunkDelivery], chunks: list[Chunk], problems: list[str | None], now: float
-    ) -> None:
-        bad = [(d, c, p) for d, c, p in zip(deliveries, chunks, problems, strict=True) if p is not None]
-        self.stats.add("invalid", len(bad), now)
-        tracker = self.puller.tracker
-        for delivery, _, _ in bad:
-            tracker.delivery_failed(self.peer, delivery.bin, delivery.live, delivery.start, delivery.index)
-        _, chunk, problem = bad[0]
-        exc = InvalidChunk(chunk.address, problem or "")
-        self.conn.broke_protocol(
-            RemoteProtocolError(f"invalid chunk delivered: {exc}", GoodbyeCode.INVALID_CHUNK)
-        )
+                bad = [(c, p) for c, p in zip(chunks, problems, strict=True) if p is not None]
+                self.stats.add("invalid", len(bad), now)
+                exc = InvalidChunk(bad[0][0].address, bad[0][1] or "")
+                self.broke_protocol(
+                    RemoteProtocolError(f"invalid chunk delivered: {exc}", GoodbyeCode.INVALID_CHUNK)
+                )

@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from syncer.batches import SyncViolation
-
-MAX_BATCH = 128
-DEFAULT_WINDOW = 2
+from streamer.errors import RemoteProtocolError
+from streamer.messages import MAX_BATCH_SIZE, OFFER_WINDOW
 
 
-class UnexpectedWant(SyncViolation):
+class UnexpectedWant(RemoteProtocolError):
     """A want that answers no open offer, or wants a hash the offer did not carry."""
 
 
@@ -33,7 +31,7 @@ class Offer:
 class StreamOffers:
     """Offer bookkeeping for one subscription on the upstream."""
 
-    def __init__(self, bin: int, live: bool, start: int, end: int, *, window: int = DEFAULT_WINDOW) -> None:
+    def __init__(self, bin: int, live: bool, start: int, end: int, *, window: int = OFFER_WINDOW) -> None:
         if start < 1:
             raise ValueError(f"stream start must be >= 1, got {start}")
         if live and end != 0:
@@ -73,7 +71,7 @@ class StreamOffers:
         last = cursor if self.live else min(cursor, self.end)
         if last < self._next:
             return None
-        return self._next, min(last, self._next + MAX_BATCH - 1)
+        return self._next, min(last, self._next + MAX_BATCH_SIZE - 1)
 
     def offered(self, start: int, end: int, hashes: Sequence[bytes]) -> Offer:
         """Record an offer of `[start, end]` (which must continue where the last one ended)."""
@@ -81,8 +79,8 @@ class StreamOffers:
             raise ValueError(
                 f"offer [{start}, {end}] does not continue stream at {self._next} (end {self.end})"
             )
-        if len(hashes) > MAX_BATCH:
-            raise ValueError(f"offer carries {len(hashes)} hashes, at most {MAX_BATCH}")
+        if len(hashes) > MAX_BATCH_SIZE:
+            raise ValueError(f"offer carries {len(hashes)} hashes, at most {MAX_BATCH_SIZE}")
         if len(self._open) >= self.window:
             raise ValueError(f"offer window of {self.window} is full")
         offer = Offer(start, end, tuple(hashes))

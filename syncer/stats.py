@@ -34,9 +34,6 @@ class StatsSnapshot:
     counts: dict[str, int]
     changed: dict[str, float | None]
 
-    def to_json(self) -> dict[str, int]:
-        return dict(self.counts)
-
 
 class PeerStats:
     """Counters for one peer; `add` is the only way they change."""
@@ -59,18 +56,6 @@ class PeerStats:
 
     def __getitem__(self, name: str) -> int:
         return self._counts[name]
-
-    def last_changed(self, name: str) -> float | None:
-        return self._changed[name]
-
-    def merge(self, other: PeerStats) -> None:
-        """Fold another peer's counters into this one (for node-wide totals)."""
-        for name in COUNTERS:
-            self._counts[name] += other._counts[name]
-            theirs = other._changed[name]
-            mine = self._changed[name]
-            if theirs is not None and (mine is None or theirs > mine):
-                self._changed[name] = theirs
 
     def snapshot(self) -> StatsSnapshot:
         return StatsSnapshot(counts=dict(self._counts), changed=dict(self._changed))

@@ -23,6 +23,8 @@ from localstore import ChunkDamaged, ChunkNotFound, LocalStore
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
+    MAX_BATCH_SIZE,
+    OFFER_WINDOW,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
@@ -34,17 +36,11 @@ from streamer.messages import (
     WantedHashes,
 )
 from streamer.outbox import Priority
-from syncer.batches import SyncViolation
-from syncer.offers import MAX_BATCH, StreamOffers
+from syncer.offers import StreamOffers
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WINDOW = 2
 DEFAULT_LIVE_IDLE = 0.05
-
-
-def stream_priority(live: bool) -> Priority:
-    return Priority.LIVE if live else Priority.HISTORICAL
 
 
 Want = tuple[int, list[tuple[int, bytes]]]  # offer start, (index, address) pairs to deliver
@@ -67,7 +63,7 @@ class Upstream:
         conn: PeerConnection,
         store: LocalStore,
         *,
-        window: int = DEFAULT_WINDOW,
+        window: int = OFFER_WINDOW,
         live_idle: float = DEFAULT_LIVE_IDLE,
     ) -> None:
         self.conn = conn
@@ -75,6 +71,7 @@ class Upstream:
         self.window = window
         self.live_idle = live_idle
         self._streams: dict[tuple[int, bool], _Stream] = {}
+        self._acking: set[tuple[int, bool]] = set()  # streams whose Unsubscribed is not queued yet
         self.offered = 0
         self.delivered = 0
 
@@ -113,21 +110,33 @@ class Upstream:
         self.conn.start_soon(self._serve, key, stream)
 
     def on_unsubscribe(self, msg: Unsubscribe) -> None:
-        stream = self._streams.pop((msg.bin, msg.live), None)
+        key = (msg.bin, msg.live)
+        if key in self._acking:
+            # A downstream unsubscribes again only after subscribing again, which needs this ack:
+            # a flood of Unsubscribes would otherwise queue replies without bound.
+            raise RemoteProtocolError(
+                f"second Unsubscribe for bin {msg.bin} {_kind(msg.live)} before its Unsubscribed went out",
+                GoodbyeCode.OVERLOADED,
+            )
+        stream = self._streams.pop(key, None)
         if stream is not None:
             stream.offering.cancel()  # no offer can be queued after this
             stream.wants_in.close()  # what was wanted before is still delivered
+        self._acking.add(key)
         # acknowledged in the stream's own class, so it follows every offer already queued
-        self.conn.start_soon(self.conn.send, Unsubscribed(msg.bin, msg.live), stream_priority(msg.live))
+        self.conn.start_soon(self._acknowledge, key)
+
+    async def _acknowledge(self, key: tuple[int, bool]) -> None:
+        try:
+            await self.conn.send(Unsubscribed(*key), Priority.of_stream(key[1]))
+        finally:
+            self._acking.discard(key)
 
     def on_want(self, msg: WantedHashes) -> None:
         stream = self._streams.get((msg.bin, msg.live))
         if stream is None:
             raise RemoteProtocolError(f"want for bin {msg.bin} {_kind(msg.live)}, which is not subscribed")
-        try:
-            pairs = stream.offers.answer(msg.start, msg.end, msg.wanted_indices())
-        except SyncViolation as exc:
-            raise RemoteProtocolError(str(exc)) from None
+        pairs = stream.offers.answer(msg.start, msg.end, msg.wanted_indices())
         # cannot overflow: at most `window` offers are open, and each is answered once
         stream.wants_in.send_nowait((msg.start, pairs))
 
@@ -148,7 +157,7 @@ class Upstream:
     async def _offer(self, stream: _Stream) -> None:
         offers = stream.offers
         bin, live = offers.bin, offers.live
-        priority = stream_priority(live)
+        priority = Priority.of_stream(live)
         while not offers.exhausted():
             await stream.slots.acquire()
             cursor = await self._wait_for_chunks(offers) if live else self.store.cursor(bin)
@@ -176,13 +185,13 @@ class Upstream:
         first = offers.next_id
         cursor = await self.store.wait_bin(offers.bin, first - 1)
         with trio.move_on_after(self.live_idle):
-            while cursor - first + 1 < MAX_BATCH:
+            while cursor - first + 1 < MAX_BATCH_SIZE:
                 cursor = await self.store.wait_bin(offers.bin, cursor)
         return self.store.cursor(offers.bin)
 
     async def _deliver(self, stream: _Stream) -> None:
         bin, live = stream.offers.bin, stream.offers.live
-        priority = stream_priority(live)
+        priority = Priority.of_stream(live)
         async for start, pairs in stream.wants_out:
             for index, address in pairs:
                 try:

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from localstore.chunk import ADDRESS_SIZE, CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk
+from localstore.chunk import ADDRESS_SIZE, MAX_DATA_SIZE, Chunk, InvalidChunk
 
 __all__ = [
     "MAX_BATCH",
@@ -37,7 +37,8 @@ __all__ = [
 
 MAX_BATCH = 1024
 """Most chunks in one request."""
-MAX_DATA = SPAN_SIZE + CHUNK_SIZE
+MAX_DATA = MAX_DATA_SIZE
+"""Largest chunk data in a request: a single-owner chunk's (4201 bytes)."""
 MAX_PROBLEM = 1000
 """Problems are clipped to this many bytes (a message, not a payload)."""
 MAX_FRAME = 2 + MAX_BATCH * (ADDRESS_SIZE + 4 + MAX_DATA)
@@ -128,7 +129,7 @@ def frame_length(header: bytes) -> int:
 
 
 def check(chunk: Chunk) -> str | None:
-    """None if ``chunk`` is valid, else what is wrong with it."""
+    """None if ``chunk`` is a valid content chunk or single-owner chunk, else what is wrong with it."""
     try:
         chunk.verify()
     except InvalidChunk as exc:

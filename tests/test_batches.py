@@ -11,7 +11,6 @@ from syncer.batches import (
     CompletedBatch,
     Rerequest,
     UnexpectedOffer,
-    UnsolicitedDelivery,
 )
 
 A, B, C = b"A" * 32, b"B" * 32, b"C" * 32
@@ -31,10 +30,8 @@ def test_wants_only_what_is_not_stored_and_completes_when_all_are_stored() -> No
     d = t.offer(A, 3, False, 10, 12, [h(0), h(1), h(2)], stored.__contains__)
     assert d.wanted == [0, 2]
     assert d.completed is None
-    assert t.delivery(A, 3, False, 10, 0) == h(0)
     assert t.stored(h(0)) == []
     assert t.incomplete(A, 3, False) == 1
-    assert t.delivery(A, 3, False, 10, 2) == h(2)
     assert t.stored(h(2)) == [CompletedBatch(A, 3, False, 10, 12)]
     assert t.incomplete(A, 3, False) == 0
     assert len(t) == 0
@@ -52,45 +49,28 @@ def test_a_chunk_offered_by_two_peers_is_wanted_once_and_completes_both() -> Non
     t = BatchTracker()
     assert t.offer(A, 1, False, 1, 1, [h(7)], nothing_stored).wanted == [0]
     assert t.offer(B, 2, False, 1, 1, [h(7)], nothing_stored).wanted == []
-    t.delivery(A, 1, False, 1, 0)
     done = t.stored(h(7))
     assert sorted(done) == sorted([CompletedBatch(A, 1, False, 1, 1), CompletedBatch(B, 2, False, 1, 1)])
 
 
-def test_peer_gone_counts_missing_and_rerequests_from_another_offerer() -> None:
+def test_peer_gone_rerequests_from_another_offerer() -> None:
     t = BatchTracker()
     t.offer(A, 1, False, 1, 2, [h(7), h(8)], nothing_stored)
     t.offer(B, 1, False, 1, 1, [h(7)], nothing_stored)
-    gone = t.peer_gone(A)
-    assert gone.missing == 2
-    assert gone.rerequests == [Rerequest(address=h(7), peer=B)]
+    assert t.peer_gone(A) == [Rerequest(address=h(7), peer=B)]
+    assert t.open_batches(A) == 0
     assert t.requested_from(h(7)) == B
     # B's batch completes when the re-requested chunk arrives (by a direct request)
     assert t.stored(h(7)) == [CompletedBatch(B, 1, False, 1, 1)]
 
 
-def test_invalid_delivery_then_drop_rerequests_for_other_waiters() -> None:
+def test_a_delivered_but_invalid_chunk_is_asked_of_another_offerer_when_the_peer_is_dropped() -> None:
     t = BatchTracker()
     t.offer(A, 1, False, 1, 1, [h(7)], nothing_stored)
     t.offer(B, 1, False, 1, 1, [h(7)], nothing_stored)
-    t.delivery(A, 1, False, 1, 0)  # data arrives, fails verification, A is dropped
-    t.delivery_failed(A, 1, False, 1, 0)
-    gone = t.peer_gone(A)
-    assert gone.rerequests == [Rerequest(address=h(7), peer=B)]
-
-
-def test_unsolicited_deliveries_raise() -> None:
-    t = BatchTracker()
-    t.offer(A, 1, False, 1, 2, [h(1), h(2)], lambda a: a == h(2))
-    with pytest.raises(UnsolicitedDelivery, match="not wanted"):
-        t.delivery(A, 1, False, 1, 1)  # stored already, so never wanted
-    with pytest.raises(UnsolicitedDelivery, match="no such open offer"):
-        t.delivery(A, 1, False, 99, 0)
-    with pytest.raises(UnsolicitedDelivery, match="no such open offer"):
-        t.delivery(B, 1, False, 1, 0)  # another peer cannot deliver into A's offer
-    t.delivery(A, 1, False, 1, 0)
-    with pytest.raises(UnsolicitedDelivery, match="not wanted"):
-        t.delivery(A, 1, False, 1, 0)  # twice
+    # A's data arrives and fails verification: A is dropped, nothing was stored
+    assert t.peer_gone(A) == [Rerequest(address=h(7), peer=B)]
+    assert t.stored(h(7)) == [CompletedBatch(B, 1, False, 1, 1)]
 
 
 def test_repeated_or_empty_offer_is_a_violation() -> None:
@@ -102,12 +82,11 @@ def test_repeated_or_empty_offer_is_a_violation() -> None:
         t.offer(A, 1, False, 5, 4, [], nothing_stored)
 
 
-def test_late_honest_delivery_after_completion_elsewhere_is_not_unsolicited() -> None:
+def test_a_batch_completed_by_an_upload_is_forgotten() -> None:
     t = BatchTracker()
     t.offer(A, 1, False, 1, 1, [h(1)], nothing_stored)
     assert t.stored(h(1)) == [CompletedBatch(A, 1, False, 1, 1)]  # e.g. uploaded locally meanwhile
-    assert t.delivery(A, 1, False, 1, 0) == h(1)  # the caller counts it as a repeat
-    assert len(t) == 0
+    assert len(t) == 0 and t.requested_from(h(1)) is None
 
 
 def test_request_failed_moves_to_another_offerer_or_gives_up() -> None:
@@ -160,21 +139,13 @@ def test_model(operations: list[tuple]) -> None:
                 completed.add((peer, start))
         elif op[0] == "deliver":
             _, peer, n = op
-            # deliver the n-th (mod) still-wanted chunk of this peer, if any
-            candidates = []
-            for (p, start), hashes in sorted(batches.items()):
-                if p != peer:
-                    continue
-                for i in range(len(hashes)):
-                    candidates.append((start, i))
+            # the peer delivers the n-th (mod) chunk requested from it, if any
+            candidates = sorted(
+                {a for hashes in batches.values() for a in hashes if t.requested_from(a) == peer}
+            )
             if not candidates:
                 continue
-            start, i = candidates[n % len(candidates)]
-            try:
-                address = t.delivery(peer, 0, False, start, i)
-            except UnsolicitedDelivery:
-                continue
-            assert address == batches[(peer, start)][i]
+            address = candidates[n % len(candidates)]
             stored.add(address)
             for done in t.stored(address):
                 completed.add((done.peer, done.start))

@@ -1,4 +1,4 @@
-"""Chunk: layout, span and payload, explicit verification and its error messages."""
+"""Chunk: layout, span and payload, explicit verification (content and single-owner chunks) and its errors."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from hypothesis import strategies as st
 
 from localstore import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk, bmt_address
 from localstore.bmt_reference import reference_bmt_address
+from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
+from localstore.ethkey import Secp256k1Key
+from localstore.soc import InvalidSoc, make_soc
 
 
 def test_constants() -> None:
@@ -74,12 +77,41 @@ def test_data_shorter_than_span() -> None:
         _ = chunk.payload
 
 
-def test_payload_over_limit() -> None:
+def test_data_over_4104_bytes_can_only_be_a_single_owner_chunk() -> None:
     chunk = Chunk(bytes(32), (4097).to_bytes(8, "little") + bytes(4097))
-    with pytest.raises(InvalidChunk, match="4097 bytes, over the 4096-byte limit"):
+    with pytest.raises(InvalidSoc, match="invalid single-owner chunk"):
         chunk.verify()
+    with pytest.raises(InvalidSoc, match="4202 bytes, over 4201"):
+        Chunk(bytes(32), bytes(4202)).verify()
     with pytest.raises(ValueError):
         Chunk.from_payload(bytes(4097))
+
+
+def test_verify_accepts_single_owner_chunks_of_every_size() -> None:
+    key = Secp256k1Key.generate()
+    for payload in (b"", b"foo", os.urandom(3999), os.urandom(4096)):  # data 105, 108, 4104, 4201 bytes
+        soc = make_soc(key, os.urandom(32), payload)
+        chunk = Chunk.from_soc(soc)
+        assert chunk.address == soc.address and chunk.data == soc.data
+        chunk.verify()
+        assert chunk.soc() == soc
+
+
+def test_a_content_chunk_is_not_a_soc_and_a_failed_check_names_both_kinds() -> None:
+    content = Chunk.from_payload(os.urandom(200))
+    with pytest.raises(InvalidSoc):
+        content.soc()
+    soc = make_soc(Secp256k1Key.generate(), bytes(32), b"payload")
+    with pytest.raises(InvalidChunk) as info:
+        Chunk(soc.address, soc.data[:-1] + b"X").verify()
+    assert "hashes to" in info.value.problem and "as a single-owner chunk:" in info.value.problem
+    with pytest.raises(InvalidChunk, match="hashes to") as short:
+        Chunk(bytes(32), bytes(104)).verify()  # too short for a SOC: only the content-chunk reason
+    assert "single-owner" not in str(short.value)
+
+
+def test_limits() -> None:
+    assert (MAX_CAC_DATA_SIZE, MAX_DATA_SIZE) == (4104, 4201)
 
 
 def test_full_and_empty_payloads() -> None:

@@ -31,6 +31,9 @@ from streamer import (
     Peers,
     Ping,
     Pong,
+    PushDelivery,
+    PushFailure,
+    PushReceipt,
     RemoteProtocolError,
     RetrieveDelivery,
     RetrieveFailure,
@@ -42,6 +45,7 @@ from streamer import (
     decode,
     encode,
 )
+from tests.live_strategies import LIVE_GOLDEN
 from tests.test_messages import STRATEGIES, messages
 
 
@@ -88,6 +92,15 @@ GOLDEN = [
     (RetrieveRequest(7, b"\xcc" * 32, 3), "0000002a 20 0000000000000007" + " cc" * 32 + " 03"),
     (RetrieveDelivery(7, CHUNK), "00000014 21 0000000000000007 0300000000000000 666f6f"),
     (RetrieveFailure(7, "not found"), "00000014 22 0000000000000007 0009 6e6f7420666f756e64"),
+    (
+        PushDelivery(7, b"\xcc" * 32, 3, CHUNK),
+        "00000035 23 0000000000000007" + " cc" * 32 + " 03 0300000000000000 666f6f",
+    ),
+    (
+        PushReceipt(7, b"\xcc" * 32, b"\xdd" * 32, 5, b"\xee" * 64),
+        "0000008a 24 0000000000000007" + " cc" * 32 + " dd" * 32 + " 05" + " ee" * 64,
+    ),
+    (PushFailure(7, "no peer"), "00000012 25 0000000000000007 0007 6e6f2070656572"),
     (Goodbye(GoodbyeCode.WRONG_NETWORK, "bye"), "00000008 02 0003 0003 627965"),
     (Hello(bytes(range(32))), "00000021 05 " + bytes(range(32)).hex()),
     (
@@ -104,6 +117,7 @@ GOLDEN = [
         "0000006f 30 0001 000000000000000a 0662" + " 22" * 32 + " 33" * 64 + " 01 68",
     ),
 ]
+GOLDEN += LIVE_GOLDEN
 
 
 def test_golden_vectors_cover_every_message_class() -> None:
@@ -426,14 +440,14 @@ MALFORMED = [
     (
         0x16,
         b"\x02\x01" + _u64(10) + b"\x00" + bytes(7),
-        r"ChunkDelivery\.data must be 8\.\.4104 bytes, got 7",
+        r"ChunkDelivery\.data must be 8\.\.4201 bytes, got 7",
         True,
     ),
-    (0x16, b"\x02\x01" + _u64(10) + b"\x00" + bytes(4105), r"ChunkDelivery\.data .*got 4105", True),
+    (0x16, b"\x02\x01" + _u64(10) + b"\x00" + bytes(4202), r"ChunkDelivery\.data .*got 4202", True),
     (0x16, b"\x02\x01" + _u64(10), r"malformed ChunkDelivery .*bin/live/start/index needs 11", False),
     (0x20, _u64(1) + bytes(31), r"malformed RetrieveRequest .*field address needs 32", False),
     (0x20, _u64(1) + bytes(32), r"malformed RetrieveRequest .*field hop_limit needs 1", False),
-    (0x21, _u64(1) + bytes(4), r"RetrieveDelivery\.data must be 8\.\.4104 bytes, got 4", True),
+    (0x21, _u64(1) + bytes(4), r"RetrieveDelivery\.data must be 8\.\.4201 bytes, got 4", True),
     (0x22, _u64(1) + b"\x00\x05abc", r"malformed RetrieveFailure .*field reason needs 5 bytes", False),
     (
         0x22,

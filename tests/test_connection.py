@@ -10,11 +10,13 @@ import trio
 import trio.testing
 
 from streamer.codec import FrameDecoder, encode
-from streamer.connection import Disconnect, HandshakeFailed, PeerConnection, handshake
+from streamer.connection import Disconnect, PeerConnection
 from streamer.errors import RemoteProtocolError
+from streamer.handshake import HandshakeFailed, handshake
 from streamer.identity import NodeIdentity, make_handshake, verify_handshake
 from streamer.messages import (
     NONCE_SIZE,
+    PLAIN_BINDING,
     PROTOCOL_VERSION,
     ChunkDelivery,
     CursorsRequest,
@@ -37,10 +39,10 @@ NET = 7
 
 def hs(
     identity: NodeIdentity, network_id: int = NET, version: int = PROTOCOL_VERSION, port: int = 1
-) -> Callable[[bytes], Handshake]:
+) -> Callable[..., Handshake]:
     """The handshake factory `handshake` wants: our handshake, signed over the peer's nonce."""
 
-    def make(challenge: bytes) -> Handshake:
+    def make(challenge: bytes, binding: bytes = PLAIN_BINDING) -> Handshake:
         return make_handshake(
             identity,
             version=version,
@@ -49,6 +51,7 @@ def hs(
             host="127.0.0.1",
             port=port,
             challenge=challenge,
+            binding=binding,
         )
 
     return make
@@ -70,10 +73,10 @@ async def pair(
     async def side(name: str, stream, identity: NodeIdentity, outbound: bool, kwargs: dict | None) -> None:
         make = hs(identity)
 
-        def make_local(challenge: bytes) -> Handshake:
+        def make_local(challenge: bytes, binding: bytes) -> Handshake:
             if challenges is not None:
                 challenges[name] = challenge
-            return make(challenge)
+            return make(challenge, binding)
 
         result[name] = await handshake(
             stream, make_local, network_id=NET, outbound=outbound, **(kwargs or {})
@@ -131,19 +134,42 @@ async def test_handshake_exchanges_identities_and_messages_flow_with_byte_accoun
         async with trio.open_nursery() as n:
             n.start_soon(a.run, collector([]))
             n.start_soon(b.run, collector(got))
-            await a.send(Ping(1))
+            await a.send(CursorsRequest())
             await a.send(ChunkDelivery(bin=3, live=False, start=1, index=0, data=data), Priority.HISTORICAL)
             while len(got) < 2:
                 await trio.sleep(0.01)
             a.close(GoodbyeCode.NORMAL, "done")
-    assert got == [Ping(1), ChunkDelivery(bin=3, live=False, start=1, index=0, data=data)]
-    frame_bytes = len(encode(Ping(1))) + len(encode(got[1]))
+    assert got == [CursorsRequest(), ChunkDelivery(bin=3, live=False, start=1, index=0, data=data)]
+    frame_bytes = len(encode(CursorsRequest())) + len(encode(got[1]))
     assert b.stats.payload_bytes_in == len(data)
     goodbye = len(encode(Goodbye(0, "done")))
     assert b.stats.protocol_bytes_in == frame_bytes - len(data) + goodbye
     assert a.stats.payload_bytes_out == len(data)
     # the Goodbye counts as protocol bytes out
     assert a.stats.protocol_bytes_out == frame_bytes - len(data) + goodbye
+
+
+async def test_the_connection_answers_a_ping_itself_and_refuses_a_second_hello() -> None:
+    """Connection messages never reach the handler: a Ping is answered with its Pong, a Pong is
+    dropped, and a Hello on an established connection is a violation."""
+    a, b = await pair()
+    got_a: list[Message] = []
+    got_b: list[Message] = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            n.start_soon(a.run, collector(got_a))
+            n.start_soon(b.run, collector(got_b))
+            await a.send(Ping(7))
+            await a.send(CursorsRequest())
+            while not got_b:
+                await trio.sleep(0.01)
+            while b.stats.messages_out < 1 or a.stats.messages_in < 1:
+                await trio.sleep(0.01)
+            await a.send(Hello(bytes(NONCE_SIZE)))
+            ended = await b.wait_closed()
+    assert got_b == [CursorsRequest()] and got_a == []
+    assert a.stats.messages_in >= 1  # the Pong (and then b's Goodbye)
+    assert ended.violation and "Hello on an established connection" in ended.reason
 
 
 async def test_close_sends_a_goodbye_the_peer_reports() -> None:
@@ -408,7 +434,7 @@ async def test_handler_violation_closes_with_its_code() -> None:
 
     with trio.fail_after(5):
         async with trio.open_nursery() as n:
-            n.start_soon(a.send, Ping(9))
+            n.start_soon(a.send, RetrieveFailure(9))
             n.start_soon(b.run, strict)
             d = await a.run(collector([]))
     assert d == Disconnect("remote", GoodbyeCode.INVALID_CHUNK, "chunk data does not match")
@@ -417,9 +443,9 @@ async def test_handler_violation_closes_with_its_code() -> None:
 async def test_outbox_sends_most_urgent_first() -> None:
     a, b = await pair()
     got: list[Message] = []
-    a.send_nowait(Ping(3), Priority.HISTORICAL)
-    a.send_nowait(Ping(2), Priority.LIVE)
-    a.send_nowait(Ping(1), Priority.RETRIEVAL)
+    a.send_nowait(RetrieveFailure(3), Priority.HISTORICAL)
+    a.send_nowait(RetrieveFailure(2), Priority.LIVE)
+    a.send_nowait(RetrieveFailure(1), Priority.RETRIEVAL)
     with trio.fail_after(5):
         async with trio.open_nursery() as n:
             n.start_soon(a.run, collector([]))
@@ -427,7 +453,7 @@ async def test_outbox_sends_most_urgent_first() -> None:
             while len(got) < 3:
                 await trio.sleep(0.01)
             n.cancel_scope.cancel()
-    assert got == [Ping(1), Ping(2), Ping(3)]
+    assert got == [RetrieveFailure(1), RetrieveFailure(2), RetrieveFailure(3)]
 
 
 async def test_a_peer_that_does_not_read_makes_senders_wait() -> None:

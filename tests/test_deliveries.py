@@ -1,4 +1,4 @@
-"""DeliveryIntake against a real store and a real verifier; the connection is a recording double."""
+"""DeliveryIntake against a real store, intake and verifier; the connection is a recording double."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import trio
 
 from localstore import Chunk, LocalStore
 from streamer.errors import RemoteProtocolError
-from streamer.messages import ChunkDelivery, GoodbyeCode
+from streamer.messages import GoodbyeCode
 from swarm.testing import random_chunks
 from syncer.deliveries import BATCH, IN_FLIGHT, QUEUE, DeliveryIntake
-from syncer.downstream import Puller
+from syncer.intake import ChunkIntake
+from syncer.stats import PeerStats
 from syncer.verifier import ChunkVerifier, Verdicts
 
 PEER = bytes(range(32))
@@ -40,25 +41,27 @@ class StalledVerifier(ChunkVerifier):
         return Verdicts(chunks)
 
 
-def delivery(index: int, data: bytes) -> ChunkDelivery:
-    return ChunkDelivery(0, False, 1, index, data)
+@dataclass
+class Intake:
+    deliveries: DeliveryIntake
+    store: LocalStore
+    stats: PeerStats
+    conn: RecordingConnection
 
 
 @asynccontextmanager
-async def intake_with(
-    tmp_path: Path, verifier: ChunkVerifier
-) -> AsyncIterator[tuple[DeliveryIntake, Puller]]:
+async def intake_with(tmp_path: Path, verifier: ChunkVerifier) -> AsyncIterator[Intake]:
     with LocalStore(tmp_path / "store", bytes(32)) as store:
-        puller = Puller(store, verifier=verifier)
         conn = RecordingConnection()
-        intake = DeliveryIntake(puller, conn, puller.stats_of(PEER))  # type: ignore[arg-type]
-        yield intake, puller
+        stats = PeerStats()
+        deliveries = DeliveryIntake(ChunkIntake(store, verifier=verifier), stats, conn.broke_protocol)
+        yield Intake(deliveries, store, stats, conn)
 
 
 async def deliver_and_drain(intake: DeliveryIntake, chunks: list[Chunk]) -> None:
     """Queue every chunk, close the intake before it runs, then run it: it finishes what came."""
-    for i, chunk in enumerate(chunks):
-        await intake.put(chunk, delivery(i, chunk.data))
+    for chunk in chunks:
+        await intake.put(chunk)
     intake.close()
     await intake.run()
 
@@ -68,12 +71,12 @@ async def test_close_stores_everything_that_arrived(tmp_path: Path, workers: int
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             verifier = await nursery.start(ChunkVerifier(workers).run)
-            async with intake_with(tmp_path, verifier) as (intake, puller):
-                await deliver_and_drain(intake, CHUNKS)
-                assert all(puller.store.has(c.address) for c in CHUNKS)
-                stats = puller.stats_of(PEER)
+            async with intake_with(tmp_path, verifier) as intake:
+                await deliver_and_drain(intake.deliveries, CHUNKS)
+                assert all(intake.store.has(c.address) for c in CHUNKS)
+                stats = intake.stats
                 assert stats["delivered"] == len(CHUNKS) and stats["invalid"] == stats["repeat"] == 0
-                assert intake.conn.violations == []  # type: ignore[attr-defined]
+                assert intake.conn.violations == []
             nursery.cancel_scope.cancel()
 
 
@@ -86,14 +89,14 @@ async def test_an_invalid_chunk_drops_the_peer_and_the_valid_ones_are_kept(
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             verifier = await nursery.start(ChunkVerifier(workers).run)
-            async with intake_with(tmp_path, verifier) as (intake, puller):
-                await deliver_and_drain(intake, arrivals)
-                store = puller.store
+            async with intake_with(tmp_path, verifier) as intake:
+                await deliver_and_drain(intake.deliveries, arrivals)
+                store = intake.store
                 assert not store.has(forged.address)
                 assert all(store.get(c.address).data == c.data for c in [*CHUNKS[:5], *CHUNKS[6:10]])
-                stats = puller.stats_of(PEER)
+                stats = intake.stats
                 assert (stats["delivered"], stats["repeat"], stats["invalid"]) == (10, 1, 1)
-                (violation,) = intake.conn.violations  # type: ignore[attr-defined]
+                (violation,) = intake.conn.violations
                 assert violation.code == GoodbyeCode.INVALID_CHUNK
                 assert forged.address.hex() in str(violation) and "hashes to" in str(violation)
             nursery.cancel_scope.cancel()
@@ -106,11 +109,11 @@ async def test_a_stalled_verifier_holds_a_bounded_number_of_chunks(tmp_path: Pat
     chunks = (CHUNKS * (bound // len(CHUNKS) + 2))[: bound + 50]
     accepted = 0
     with trio.fail_after(30):
-        async with intake_with(tmp_path, StalledVerifier()) as (intake, _), trio.open_nursery() as nursery:
-            nursery.start_soon(intake.run)
+        async with intake_with(tmp_path, StalledVerifier()) as intake, trio.open_nursery() as nursery:
+            nursery.start_soon(intake.deliveries.run)
             with trio.move_on_after(1):
-                for i, chunk in enumerate(chunks):
-                    await intake.put(chunk, delivery(i % 128, chunk.data))
+                for chunk in chunks:
+                    await intake.deliveries.put(chunk)
                     accepted += 1
             nursery.cancel_scope.cancel()
     assert accepted == bound

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import pytest
+
 from kademlia.addresses import PeerAddress
 from streamer.identity import NodeIdentity, make_peer_record
-from streamer.messages import Message, Peers
+from streamer.messages import GoodbyeCode, Message, Peers
 from streamer.outbox import Priority
 from swarm.gossip import Gossip
 
@@ -36,7 +38,12 @@ def record(identity: NodeIdentity, port: int, network_id: int = NET):
 def test_verified_records_are_learned_and_bad_ones_dropped() -> None:
     me = NodeIdentity.generate()
     learned: list[PeerAddress] = []
-    gossip = Gossip(me, NET, learned.append)
+
+    def learn(address: PeerAddress) -> bool:
+        learned.append(address)
+        return True
+
+    gossip = Gossip(me, NET, learn)
     sender = FakePeer(NodeIdentity.generate().overlay(NET))
     good = NodeIdentity.generate()
     forged = dataclasses.replace(record(NodeIdentity.generate(), 2000), port=2001)  # signature no longer fits
@@ -54,7 +61,7 @@ def test_verified_records_are_learned_and_bad_ones_dropped() -> None:
 
 async def test_each_peer_is_told_each_record_once_own_first_and_never_its_own() -> None:
     me = NodeIdentity.generate()
-    gossip = Gossip(me, NET, lambda _: None)
+    gossip = Gossip(me, NET, lambda _: True)
     gossip.advertise("127.0.0.1", 9000)
     others = [NodeIdentity.generate() for _ in range(3)]
     source = FakePeer(NodeIdentity.generate().overlay(NET))
@@ -68,3 +75,25 @@ async def test_each_peer_is_told_each_record_once_own_first_and_never_its_own() 
     assert await gossip.tell(target) == 0  # type: ignore[arg-type]  # nothing new
     # the source sent those records, so it is not told them back, only our own
     assert await gossip.tell(source) == 1  # type: ignore[arg-type]
+
+
+def test_a_peer_may_send_a_bounded_number_of_records_and_a_flood_drops_it() -> None:
+    from streamer.errors import RemoteProtocolError
+    from swarm.gossip import RECORDS_PER_WINDOW, WINDOW
+
+    now = [0.0]
+    gossip = Gossip(NodeIdentity.generate(), NET, lambda _: True, clock=lambda: now[0])
+    sender = FakePeer(NodeIdentity.generate().overlay(NET))
+    junk = Peers((record(NodeIdentity.generate(), 1),) * 128)
+    for _ in range(RECORDS_PER_WINDOW // 128):
+        gossip.on_records(sender, junk)  # type: ignore[arg-type]
+    assert gossip.received == RECORDS_PER_WINDOW and gossip.rate_limited == 0
+    gossip.on_records(sender, junk)  # type: ignore[arg-type]
+    assert gossip.received == RECORDS_PER_WINDOW and gossip.rate_limited == 128
+    now[0] = WINDOW  # a new window: welcome again
+    gossip.on_records(sender, junk)  # type: ignore[arg-type]
+    assert gossip.received == RECORDS_PER_WINDOW + 128
+    with pytest.raises(RemoteProtocolError, match="gossip flood") as info:
+        for _ in range(4 * RECORDS_PER_WINDOW // 128):
+            gossip.on_records(sender, junk)  # type: ignore[arg-type]
+    assert info.value.code == GoodbyeCode.OVERLOADED

@@ -17,6 +17,8 @@ end pin down product bugs that hostile (or merely unlucky) peers exposed.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import random
 import secrets
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,7 +33,7 @@ import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from localstore import Chunk
-from pot import proximity
+from pot import MAX_PO, proximity
 from streamer.codec import FrameDecoder, encode
 from streamer.identity import NodeIdentity, handshake_signing_bytes, make_handshake, verify_handshake
 from streamer.messages import (
@@ -47,6 +49,7 @@ from streamer.messages import (
     Hello,
     Message,
     OfferedHashes,
+    Peers,
     Ping,
     Pong,
     Subscribe,
@@ -54,16 +57,38 @@ from streamer.messages import (
     Unsubscribed,
     WantedHashes,
 )
+from swarm import testing
+from swarm.config import NodeConfig
 from swarm.node import Node
-from swarm.testing import NodeProcess, node_config, poll, preload, random_chunks, start_node, wait_for
-from syncer.downstream import PullerConfig
+from swarm.testing import NodeProcess, poll, preload, random_chunks, start_node, wait_for
+from syncer.pullsync import PullerConfig
 
 HISTORY = random_chunks(300, seed=101)
 LIVE = random_chunks(60, seed=102)
-HOSTILE_CHUNKS = random_chunks(9, seed=103)  # chunks only the hostile peers know, one use each
 STEP_TIMEOUT = 10.0
-FORGED_BIN = 5
+FORGED_BIN = 5  # the bin of the hostile upstream's pull index it offers (its own chunks lie in it)
 HOSTILE_EPOCH = 1_700_000_000  # in its handshake and its cursors replies alike
+
+
+PLAIN = ["--channel", "plain"]
+
+
+def node_config(data_dir: Path, **overrides: Any) -> NodeConfig:
+    """The hostile peer speaks the protocol's frames in the clear (they are what it attacks), so
+    its targets run the plain channel; tests/test_channel.py attacks the TLS channel itself."""
+    return testing.node_config(data_dir, channel="plain", **overrides)
+
+
+def chunks_in_bin(overlay: bytes, bin: int, count: int, *, seed: int) -> list[Chunk]:
+    """`count` distinct random chunks in `bin` of `overlay`'s pull index: what an upstream with
+    that overlay may offer in that bin (about 2**(bin+1) tries each)."""
+    rng = random.Random(seed)
+    found: list[Chunk] = []
+    while len(found) < count:
+        chunk = Chunk.from_payload(rng.randbytes(4096))
+        if min(proximity(chunk.address, overlay), MAX_PO) == bin:
+            found.append(chunk)
+    return found
 
 
 def sync_doc(node: NodeProcess) -> dict[str, Any]:
@@ -94,6 +119,11 @@ class HostilePeer:
     @property
     def overlay(self) -> bytes:
         return self.identity.overlay(1)
+
+    @functools.cached_property
+    def chunks(self) -> list[Chunk]:
+        """Chunks only this peer knows, in its FORGED_BIN, one use each."""
+        return chunks_in_bin(self.overlay, FORGED_BIN, 9, seed=103)
 
     async def greet(self) -> bytes:
         """The raw greeting: read the target's Hello (it sends it first, unasked), answer with ours;
@@ -338,7 +368,7 @@ async def play_upstream_until_wanted(h: HostilePeer, *claimed: Chunk) -> WantedH
 
 
 async def forged_chunk(h: HostilePeer) -> Expect:
-    claimed, other = HOSTILE_CHUNKS[0], HOSTILE_CHUNKS[1]
+    claimed, other = h.chunks[0], h.chunks[1]
     await play_upstream_until_wanted(h, claimed)
     await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, other.data))  # data of another chunk
     return Expect(
@@ -346,9 +376,28 @@ async def forged_chunk(h: HostilePeer) -> Expect:
     )
 
 
+async def forged_soc(h: HostilePeer) -> Expect:
+    """A single-owner chunk in the hostile upstream's bin, delivered with its signature changed:
+    as invalid as a content chunk with wrong data."""
+    from localstore.ethkey import Secp256k1Key
+    from localstore.soc import make_soc
+
+    key = Secp256k1Key.generate()
+    soc = next(
+        s
+        for s in (make_soc(key, i.to_bytes(32, "big"), b"signed once") for i in range(4096))
+        if min(proximity(s.address, h.overlay), MAX_PO) == FORGED_BIN
+    )
+    claimed = Chunk.from_soc(soc)
+    await play_upstream_until_wanted(h, claimed)
+    forged = soc.data[:40] + bytes([soc.data[40] ^ 1]) + soc.data[41:]  # a byte of the signature
+    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, forged))
+    return Expect(GoodbyeCode.INVALID_CHUNK, handshaken=True, counter="invalid", absent=(claimed.address,))
+
+
 async def corrupted_chunk(h: HostilePeer) -> Expect:
     """The claimed chunk's own data with one payload bit flipped."""
-    claimed = HOSTILE_CHUNKS[2]
+    claimed = h.chunks[2]
     await play_upstream_until_wanted(h, claimed)
     data = claimed.data[:100] + bytes([claimed.data[100] ^ 0x80]) + claimed.data[101:]
     await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, data))
@@ -357,22 +406,22 @@ async def corrupted_chunk(h: HostilePeer) -> Expect:
 
 async def valid_then_forged(h: HostilePeer) -> Expect:
     """Two wanted chunks back to back (one verifier batch): the first valid, the second forged."""
-    first, second = HOSTILE_CHUNKS[6], HOSTILE_CHUNKS[7]
+    first, second = h.chunks[6], h.chunks[7]
     await play_upstream_until_wanted(h, first, second)
     await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, first.data))
-    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 1, HOSTILE_CHUNKS[8].data))
+    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 1, h.chunks[8].data))
     return Expect(
         GoodbyeCode.INVALID_CHUNK,
         handshaken=True,
         counter="invalid",
-        absent=(second.address, HOSTILE_CHUNKS[8].address),
+        absent=(second.address, h.chunks[8].address),
         stored=(first,),
     )
 
 
 async def unsolicited_delivery(h: HostilePeer) -> Expect:
     await h.handshake()
-    chunk = HOSTILE_CHUNKS[3]
+    chunk = h.chunks[3]
     await h.send(ChunkDelivery(0, False, 1, 0, chunk.data))  # no offer was ever made
     return Expect(
         GoodbyeCode.UNSOLICITED_DELIVERY, handshaken=True, counter="unsolicited", absent=(chunk.address,)
@@ -381,15 +430,15 @@ async def unsolicited_delivery(h: HostilePeer) -> Expect:
 
 async def truncated_frame(h: HostilePeer) -> Expect:
     await h.handshake()
-    frame = encode(ChunkDelivery(0, False, 1, 0, HOSTILE_CHUNKS[3].data))
+    frame = encode(ChunkDelivery(0, False, 1, 0, h.chunks[3].data))
     await h.send_raw(frame[:1000])
     await h.stream.send_eof()  # our half closed: the target can still say goodbye
-    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True, absent=(HOSTILE_CHUNKS[3].address,))
+    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True, absent=(h.chunks[3].address,))
 
 
 async def duplicate_delivery(h: HostilePeer) -> Expect:
     """Deliver a wanted chunk (valid), then the same index again."""
-    first, second = HOSTILE_CHUNKS[4], HOSTILE_CHUNKS[5]
+    first, second = h.chunks[4], h.chunks[5]
     await play_upstream_until_wanted(h, first, second)
     await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, first.data))
     await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, first.data))
@@ -426,6 +475,15 @@ async def offer_beyond_subscription(h: HostilePeer) -> Expect:
     await play_upstream_until_subscribed(h, 1)
     await h.send(OfferedHashes(FORGED_BIN, False, 1, 2, (bytes(range(32)), bytes(range(1, 33)))))
     return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True)
+
+
+async def offer_outside_its_bin(h: HostilePeer) -> Expect:
+    """Offer, in FORGED_BIN, a chunk of another bin of the upstream: junk the target is not
+    responsible for (it must not store what a peer merely chooses to push)."""
+    junk = chunks_in_bin(h.overlay, FORGED_BIN + 1, 1, seed=108)[0]
+    await play_upstream_until_subscribed(h, 1)
+    await h.send(OfferedHashes(FORGED_BIN, False, 1, 1, (junk.address,)))
+    return Expect(GoodbyeCode.PROTOCOL_ERROR, handshaken=True, absent=(junk.address,))
 
 
 async def want_never_offered(h: HostilePeer) -> Expect:
@@ -470,6 +528,7 @@ SCENARIOS: dict[str, Callable[[HostilePeer], Awaitable[Expect]]] = {
         signed_over_our_own_nonce,
         overlay_not_from_key,
         forged_chunk,
+        forged_soc,
         corrupted_chunk,
         valid_then_forged,
         unsolicited_delivery,
@@ -477,6 +536,7 @@ SCENARIOS: dict[str, Callable[[HostilePeer], Awaitable[Expect]]] = {
         truncated_frame,
         offer_unsubscribed_stream,
         offer_beyond_subscription,
+        offer_outside_its_bin,
         unsubscribed_never_asked,
         unsubscribed_for_an_active_stream,
         want_never_offered,
@@ -513,7 +573,7 @@ async def honest_sync(tmp_path: Path, *, verify_workers: int = 0) -> AsyncIterat
     async with trio.open_nursery() as nursery:
         upstream = await start_node(nursery, node_config(tmp_path / "up", api_port=None))
         for chunk in HISTORY:
-            upstream.puller.store_chunk(chunk)
+            upstream.intake.store(chunk)
         peers = [("127.0.0.1", upstream.p2p_port)]
         config = node_config(tmp_path / "target", peers=peers, verify_workers=verify_workers)
         target = await start_node(nursery, config)
@@ -531,7 +591,7 @@ def holds_exactly(node: Node, chunks: list[Chunk]) -> None:
 async def feed_live(upstream: Node, chunks: list[Chunk]) -> None:
     """New chunks arrive at the upstream while the hostile peer is busy: live sync goes on."""
     for chunk in chunks:
-        upstream.puller.store_chunk(chunk)
+        upstream.intake.store(chunk)
         await trio.sleep(0.002)
 
 
@@ -549,7 +609,7 @@ async def test_hostile_peer_is_dropped_and_honest_sync_completes(
 ) -> None:
     with trio.fail_after(30):
         async with honest_sync(tmp_path, verify_workers=workers) as s:
-            assert s.target.puller.verifier.live_workers == workers
+            assert s.target.verifier.live_workers == workers
             target, upstream = s.target, s.upstream
             s.nursery.start_soon(feed_live, upstream, LIVE)
             h, expect, goodbye = await run_scenario(target.p2p_port, name)
@@ -570,14 +630,14 @@ async def test_hostile_peer_is_dropped_and_honest_sync_completes(
             )
             assert list(target.peers) == [upstream.overlay]  # the hostile peer is gone
             if expect.handshaken:
-                assert target.violations == 1
-                assert target.connections_refused == 0
+                assert target.sessions.violations == 1
+                assert target.sessions.handshakes_refused == 0
                 stats = target.puller.stats[h.overlay]
                 for counter in ("invalid", "unsolicited"):
                     assert stats[counter] == (1 if counter == expect.counter else 0), (counter, stats)
             else:
-                assert target.connections_refused == 1
-                assert target.violations == 0
+                assert target.sessions.handshakes_refused == 1
+                assert target.sessions.violations == 0
                 assert h.overlay not in target.puller.stats
             for address in expect.absent:
                 assert not target.store.has(address)
@@ -612,21 +672,21 @@ async def test_forged_chunk_is_fetched_from_an_honest_peer_that_offered_it(
     """One transfer per chunk meets a liar: the target wants H from the hostile peer only (it asked
     it first); the forged delivery drops the hostile peer, and the honest upstream, which offered H
     too, is asked for it again, so the batch waiting for H completes and H ends up stored intact."""
-    claimed = HOSTILE_CHUNKS[0]
     with trio.fail_after(30):
         async with honest_sync(tmp_path, verify_workers=workers) as s:
             target, upstream = s.target, s.upstream
             await wait_for(lambda: target.puller.fully_synced() and len(target.store) == len(HISTORY))
             h = await HostilePeer.connect(target.p2p_port)
+            claimed = h.chunks[0]
             try:
                 with trio.fail_after(STEP_TIMEOUT):
                     await play_upstream_until_wanted(h, claimed)
                     # H is now requested from the hostile peer; the honest upstream gets it and
                     # offers it on its live stream: the target waits on the first request
-                    upstream.puller.store_chunk(claimed)
-                    await wait_for(lambda: target.puller.tracker.open_batches(upstream.overlay) > 0)
+                    upstream.intake.store(claimed)
+                    await wait_for(lambda: target.transfers.open_batches(upstream.overlay) > 0)
                     assert not target.store.has(claimed.address)
-                    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, HOSTILE_CHUNKS[1].data))
+                    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, h.chunks[1].data))
                     goodbye = await h.goodbye_then_eof()
             finally:
                 await h.aclose()
@@ -648,7 +708,10 @@ def test_hostile_peers_against_a_node_process(tmp_path: Path) -> None:
     history = random_chunks(1500, seed=104)
     live = random_chunks(40, seed=105)
     preload(tmp_path / "up", history)
-    with NodeProcess(tmp_path / "up") as up, NodeProcess(tmp_path / "target", peers=[up.p2p]) as target:
+    with (
+        NodeProcess(tmp_path / "up", extra=PLAIN) as up,
+        NodeProcess(tmp_path / "target", peers=[up.p2p], extra=PLAIN) as target,
+    ):
         port = target.p2p[1]
         results: dict[str, tuple[Expect, Goodbye | None]] = {}
 
@@ -710,7 +773,7 @@ def test_hostile_peers_against_a_node_process(tmp_path: Path) -> None:
             for address in absent:
                 assert client.head(f"/chunks/{address.hex()}").status_code == 404
         # the node is still serving: a new honest downstream syncs everything from it
-        with NodeProcess(tmp_path / "late", peers=[target.p2p]) as late:
+        with NodeProcess(tmp_path / "late", peers=[target.p2p], extra=PLAIN) as late:
             poll(
                 lambda: (
                     (doc := sync_doc(late))["chunks"] == len(everything)
@@ -774,7 +837,7 @@ async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None
             target, upstream = s.target, s.upstream
             kept = await history_synced(target, upstream)
             session = target.peers[upstream.overlay]
-            refused = target.connections_refused
+            refused = target.sessions.handshakes_refused
 
             recorder = await HostilePeer.connect(upstream.p2p_port)
             try:
@@ -794,8 +857,8 @@ async def test_impostor_replaying_a_handshake_is_refused(tmp_path: Path) -> None
                 await impostor.aclose()
             assert goodbye is not None and goodbye.code == GoodbyeCode.BAD_HANDSHAKE, goodbye
             assert "bad handshake signature" in goodbye.reason
-            assert target.connections_refused == refused + 1
-            assert target.violations == 0
+            assert target.sessions.handshakes_refused == refused + 1
+            assert target.sessions.violations == 0
             assert target.peers.get(upstream.overlay) is session  # never replaced
             assert target.puller.stats_of(upstream.overlay)["resets"] == 0
             assert synced_ranges(target, upstream) == kept
@@ -841,11 +904,11 @@ async def test_third_unanswered_offer_is_a_violation(tmp_path: Path) -> None:
     """docs/protocol.md 8.2: at most 2 offers per stream may be unanswered; a third is a
     PROTOCOL_ERROR. The hostile upstream offers 1 and 2 (both answered, nothing delivered), then
     3 and 4 (allowed: 1 and 2 are answered), then 5: the third unanswered one."""
-    hashes = [bytes([i]) * 32 for i in range(1, 6)]
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
             h = await HostilePeer.connect(target.p2p_port)
+            hashes = [c.address for c in h.chunks[:5]]
             try:
                 await play_upstream_until_subscribed(h, 5)
                 for i in range(2):
@@ -914,23 +977,23 @@ async def test_offers_that_cross_an_unsubscribe_are_ignored_until_it_is_acknowle
     while its Unsubscribed is pending (they crossed the Unsubscribe on the wire). Once the upstream
     has acknowledged it, another offer of that stream, or a second acknowledgement, is a
     PROTOCOL_ERROR."""
-    claimed = HOSTILE_CHUNKS[0]
     with trio.fail_after(30):
         async with unsubscribed_by_the_target(tmp_path) as u:
             h, target = u.upstream, u.target
+            claimed = h.chunks[0]
             crossing = OfferedHashes(FORGED_BIN, False, 1, 1, (claimed.address,))
             await h.send(crossing)
             seen = await h.ping(1)
             assert not any(isinstance(m, WantedHashes) for m in seen), seen  # ignored, not answered
             await h.send(Unsubscribed(FORGED_BIN, False))
             await h.ping(2)
-            assert target.violations == 0 and h.overlay in target.peers
+            assert target.sessions.violations == 0 and h.overlay in target.peers
             await h.send(crossing if then == "offer" else Unsubscribed(FORGED_BIN, False))
             with trio.fail_after(STEP_TIMEOUT):
                 goodbye = await h.goodbye_then_eof()
             assert goodbye is not None and goodbye.code == GoodbyeCode.PROTOCOL_ERROR, goodbye
             assert ("not subscribed" if then == "offer" else "did not ask") in goodbye.reason
-            await wait_for(lambda: target.violations == 1)
+            await wait_for(lambda: target.sessions.violations == 1)
             assert not target.store.has(claimed.address)
 
 
@@ -963,7 +1026,7 @@ async def test_a_stopped_bin_is_subscribed_again_only_after_the_acknowledgement(
                 again = {await h.receive_until(lambda m: isinstance(m, Subscribe)) for _ in range(2)}
             # the historical range is pulled anew (nothing was synced), live from after the cursor
             assert again == {Subscribe(FORGED_BIN, False, 1, 1), Subscribe(FORGED_BIN, True, 2, 0)}
-            assert target.violations == 0 and h.overlay in target.peers
+            assert target.sessions.violations == 0 and h.overlay in target.peers
 
 
 async def test_depth_flapping_peers_do_not_get_an_honest_upstream_dropped(tmp_path: Path) -> None:
@@ -980,7 +1043,7 @@ async def test_depth_flapping_peers_do_not_get_an_honest_upstream_dropped(tmp_pa
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             upstream = await start_node(nursery, node_config(tmp_path / "up", api_port=None))
-            upstream.puller.store.put_many(chunks)
+            upstream.intake.store_many(chunks)
             target = await start_node(
                 nursery,
                 node_config(
@@ -1017,13 +1080,13 @@ async def test_depth_flapping_peers_do_not_get_an_honest_upstream_dropped(tmp_pa
                 )
 
             flaps = 0
-            while not synced() and target.violations == 0 and flaps < 30:
+            while not synced() and target.sessions.violations == 0 and flaps < 30:
                 await flap()
                 flaps += 1
                 await trio.sleep(0.01)
             assert flaps > 0
-            await wait_for(lambda: synced() or target.violations > 0, timeout=30)
-            assert target.violations == 0
+            await wait_for(lambda: synced() or target.sessions.violations > 0, timeout=30)
+            assert target.sessions.violations == 0
             stats = target.puller.stats_of(upstream.overlay)
             assert stats["missing"] == 0  # U was never dropped with chunks in flight
             assert stats["invalid"] == stats["unsolicited"] == 0
@@ -1038,7 +1101,6 @@ async def test_cursors_reply_overtaken_by_a_live_offer_is_not_a_violation(tmp_pa
     the offer) as the upstream's cursor going back. Trio runs the two woken tasks in either order,
     so each round would catch a regression with probability 1/2: 12 rounds."""
     rounds = 12
-    chunks = random_chunks(rounds, seed=107)
     config = node_config(
         tmp_path / "target", api_port=None, puller=PullerConfig(cursor_refresh=0.05, batch_timeout=20.0)
     )
@@ -1046,6 +1108,7 @@ async def test_cursors_reply_overtaken_by_a_live_offer_is_not_a_violation(tmp_pa
         async with trio.open_nursery() as nursery:
             target = await start_node(nursery, config)
             h = await HostilePeer.connect(target.p2p_port)
+            chunks = chunks_in_bin(h.overlay, FORGED_BIN, rounds, seed=107)
             try:
                 await h.handshake()
                 await h.receive_until(lambda m: isinstance(m, CursorsRequest))
@@ -1061,8 +1124,156 @@ async def test_cursors_reply_overtaken_by_a_live_offer_is_not_a_violation(tmp_pa
                     assert (want.live, want.start, want.wanted_indices()) == (True, i + 1, [0])
                     await h.send(ChunkDelivery(FORGED_BIN, True, i + 1, 0, chunk.data))
                 await wait_for(lambda: all(target.store.has(c.address) for c in chunks), timeout=5)
-                assert target.violations == 0
+                assert target.sessions.violations == 0
                 assert h.overlay in target.peers
             finally:
                 await h.aclose()
             nursery.cancel_scope.cancel()
+
+
+async def test_an_unsubscribe_flood_from_a_peer_that_never_reads_is_cut_off(tmp_path: Path) -> None:
+    """Each Unsubscribe provokes an Unsubscribed; a peer that sends thousands and reads nothing
+    used to make the upstream start one blocked reply task per frame (memory without bound).
+    At most one reply per stream may be pending: the second Unsubscribe of a stream before its
+    Unsubscribed went out drops the peer (OVERLOADED), and the target goes on serving."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
+            h = await HostilePeer.connect(target.p2p_port)
+            try:
+                await h.handshake()
+                flood = encode(Unsubscribe(FORGED_BIN, True)) * 2000
+                with trio.move_on_after(5):  # the target stops reading once it has dropped us
+                    await h.send_raw(flood)
+                await wait_for(lambda: target.sessions.violations == 1, timeout=10)
+                (record,) = target.sessions.disconnections
+                assert record.code == "OVERLOADED" and "second Unsubscribe" in record.reason
+                assert h.overlay not in target.peers
+            finally:
+                await h.aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_flood_of_half_open_connections_is_capped_and_honest_peers_still_get_in(
+    tmp_path: Path,
+) -> None:
+    """Connections that never greet hold a task and a socket each until the handshake times out.
+    From one address at most MAX_GREETINGS_PER_HOST are served at a time, the rest are closed at
+    once; an honest peer from another address handshakes as usual."""
+    from swarm.sessions import MAX_GREETINGS_PER_HOST
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
+            flood: list[trio.SocketStream] = []
+            peak = 0
+            try:
+                for _ in range(300):
+                    sock = trio.socket.socket()
+                    await sock.bind(("127.0.0.2", 0))
+                    await sock.connect(("127.0.0.1", target.p2p_port))
+                    flood.append(trio.SocketStream(sock))
+                    await trio.sleep(0)
+                    peak = max(peak, target.sessions.greetings)
+                await wait_for(lambda: target.sessions.turned_away >= 300 - MAX_GREETINGS_PER_HOST)
+                assert peak <= MAX_GREETINGS_PER_HOST
+                h = await HostilePeer.connect(target.p2p_port)  # from 127.0.0.1, an honest greeting
+                await h.handshake()
+                assert h.overlay in target.peers
+                await h.aclose()
+            finally:
+                for stream in flood:
+                    await stream.aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def test_refused_handshakes_do_not_flood_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every refused handshake is counted; only the first few in a while are logged, and the next
+    line says how many were not."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
+            for _ in range(40):
+                h = await HostilePeer.connect(target.p2p_port)
+                await h.greet()
+                await h.send_raw(b"\x00\x00\x00\x02\xee\xee")  # an unknown message type
+                await h.goodbye_then_eof()
+                await h.aclose()
+            await wait_for(lambda: target.sessions.handshakes_refused == 40)
+            nursery.cancel_scope.cancel()
+    refusals = [r for r in caplog.records if "handshake in failed" in r.getMessage()]
+    assert 1 <= len(refusals) <= 10
+
+
+def test_a_flood_of_signed_fake_peer_records_leaves_the_address_book_bounded(
+    tmp_path: Path,
+) -> None:
+    """Validly signed records of made-up peers used to grow the known set without bound (7,680
+    records: 2 -> 6,402 known). Now a peer's records count against a budget per window, the book
+    keeps at most DEFAULT_PER_BIN per bin, and records naming hosts this node may not dial (here:
+    not loopback, as for any local swarm) are not kept at all."""
+    from kademlia.addresses import DEFAULT_PER_BIN
+    from streamer.identity import make_peer_record
+
+    fakes = [NodeIdentity.generate() for _ in range(2600)]
+    records = [
+        make_peer_record(fake, network_id=1, host="127.0.0.1", port=20000 + i) for i, fake in enumerate(fakes)
+    ]
+    outsiders = [make_peer_record(NodeIdentity.generate(), network_id=1, host="10.9.8.7", port=1634)]
+
+    async def flood(port: int) -> None:
+        h = await HostilePeer.connect(port)
+        try:
+            await h.handshake()
+            await h.send(Peers(tuple(outsiders)))
+            for start in range(0, len(records), 128):
+                await h.send(Peers(tuple(records[start : start + 128])))
+            await h.ping(1)
+        finally:
+            await h.aclose()
+
+    with NodeProcess(tmp_path / "target", extra=PLAIN) as target:
+        trio.run(flood, target.p2p[1])
+        topology = target.get("/topology").json()
+        populations = [b["population"] for b in topology["bins"].values()]
+        assert max(populations) <= DEFAULT_PER_BIN + 1  # the book, and the flooding peer (connected)
+        assert 0 < topology["population"] < len(records) // 2
+        known = {p["address"] for b in topology["bins"].values() for p in b["disconnectedPeers"]}
+        assert outsiders[0].overlay.hex() not in known
+        assert target.get("/health").status_code == 200
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_unsubscribe_floods_leave_a_node_process_small_and_responsive(tmp_path: Path) -> None:
+    """Issue 19, item 1, against a real process: 40 connections each send 2,000 Unsubscribes and
+    read nothing (5 MB of traffic once took a node from 64 MB to over 1 GB). Each is dropped at
+    its second Unsubscribe; memory stays flat, the API answers, and SIGTERM ends it cleanly."""
+
+    async def flood(port: int) -> None:
+        for _ in range(40):
+            h = await HostilePeer.connect(port)
+            try:
+                await h.handshake()
+                with trio.move_on_after(2):
+                    await h.send_raw(encode(Unsubscribe(FORGED_BIN, True)) * 2000)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            finally:
+                await h.aclose()
+
+    with NodeProcess(tmp_path / "target", extra=PLAIN) as target:
+        assert target.proc is not None
+        before = _rss_mb(target.proc.pid)
+        trio.run(flood, target.p2p[1])
+        poll(lambda: sync_doc(target)["totals"]["violations"] >= 40, timeout=30)
+        assert _rss_mb(target.proc.pid) - before < 20
+        assert target.get("/health").status_code == 200
+        assert target.stop(timeout=10) == 0

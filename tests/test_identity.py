@@ -136,7 +136,7 @@ def test_signed_bytes_are_the_domain_tag_the_body_without_signature_and_the_chal
 ) -> None:
     body = encode(handshake)[5:]
     signed = handshake_signing_bytes(handshake, CHALLENGE)
-    assert signed == HANDSHAKE_DOMAIN + body[:84] + body[148:] + CHALLENGE
+    assert signed == HANDSHAKE_DOMAIN + body[:84] + body[148:] + CHALLENGE + bytes(32)  # plain channel
     assert verify_signature(handshake.public_key, signed, handshake.signature)
 
 
@@ -151,6 +151,7 @@ def test_signed_bytes_layout(alice: NodeIdentity) -> None:
         + alice.public_key
         + b"\x01h"
         + CHALLENGE
+        + bytes(32)  # the channel binding of a plain channel
     )
     assert HANDSHAKE_DOMAIN == b"swarm-handshake-v1"
 

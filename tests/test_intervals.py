@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from syncer.intervals import MAX_ID, CorruptState, Intervals, IntervalStore
+from syncer.interval_store import CorruptState, IntervalStore
+from syncer.intervals import MAX_ID, Intervals
 
 
 def make(ranges: Iterable[tuple[int, int]], floor: int = 1) -> Intervals:

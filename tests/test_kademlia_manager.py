@@ -47,7 +47,7 @@ class FakeNetwork:
 
 def setup(known: list[bytes], **table_args: int) -> tuple[PeerTable, AddressBook, FakeNetwork]:
     table = PeerTable(BASE, **table_args)
-    book = AddressBook()
+    book = AddressBook(BASE)
     for i, p in enumerate(known):
         table.add_known(p)
         book.add(PeerAddress(p, "127.0.0.1", 10000 + i))
@@ -118,3 +118,4 @@ async def test_over_saturated_bins_are_pruned_once_each() -> None:
     assert all(reason == "bin over-saturated" for _, reason in net.disconnected)
     assert len(table.connected(0)) == 3
     assert manager.statistics().pruned == 5
+

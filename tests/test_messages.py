@@ -31,6 +31,9 @@ from streamer import (
     Peers,
     Ping,
     Pong,
+    PushDelivery,
+    PushFailure,
+    PushReceipt,
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
@@ -41,6 +44,7 @@ from streamer import (
     overlay_address,
     payload_size,
 )
+from tests.live_strategies import LIVE_STRATEGIES, LIVE_TYPE_CODES
 
 U64_MAX = 2**64 - 1
 
@@ -112,8 +116,13 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     RetrieveRequest: st.builds(RetrieveRequest, u64, hashes32, u8),
     RetrieveDelivery: st.builds(RetrieveDelivery, u64, chunk_data),
     RetrieveFailure: st.builds(RetrieveFailure, u64, text(MAX_REASON_SIZE)),
+    PushDelivery: st.builds(PushDelivery, u64, hashes32, u8, chunk_data),
+    PushReceipt: st.builds(PushReceipt, u64, hashes32, keys32, st.integers(0, 32), sigs64),
+    PushFailure: st.builds(PushFailure, u64, text(MAX_REASON_SIZE)),
     Peers: st.builds(Peers, st.lists(peer_records, max_size=MAX_PEER_RECORDS).map(tuple)),
 }
+
+STRATEGIES.update(LIVE_STRATEGIES)
 
 messages = st.one_of(*STRATEGIES.values())
 
@@ -142,7 +151,11 @@ def test_type_codes_are_distinct_and_documented_values() -> None:
         "RetrieveRequest": 0x20,
         "RetrieveDelivery": 0x21,
         "RetrieveFailure": 0x22,
+        "PushDelivery": 0x23,
+        "PushReceipt": 0x24,
+        "PushFailure": 0x25,
         "Peers": 0x30,
+        **LIVE_TYPE_CODES,
     }
 
 
@@ -335,12 +348,12 @@ INVALID = [
     (
         ChunkDelivery,
         {"bin": 0, "live": False, "start": 1, "index": 0, "data": bytes(7)},
-        r"ChunkDelivery\.data must be 8\.\.4104 bytes, got 7",
+        r"ChunkDelivery\.data must be 8\.\.4201 bytes, got 7",
     ),
     (
         ChunkDelivery,
-        {"bin": 0, "live": False, "start": 1, "index": 0, "data": bytes(4105)},
-        r"ChunkDelivery\.data must be 8\.\.4104 bytes, got 4105",
+        {"bin": 0, "live": False, "start": 1, "index": 0, "data": bytes(4202)},
+        r"ChunkDelivery\.data must be 8\.\.4201 bytes, got 4202",
     ),
     (
         ChunkDelivery,
@@ -358,8 +371,12 @@ INVALID = [
         {"request_id": -1, "address": bytes(32), "hop_limit": 0},
         r"RetrieveRequest\.request_id",
     ),
-    (RetrieveDelivery, {"request_id": 1, "data": b""}, r"RetrieveDelivery\.data must be 8\.\.4104 bytes"),
+    (RetrieveDelivery, {"request_id": 1, "data": b""}, r"RetrieveDelivery\.data must be 8\.\.4201 bytes"),
     (RetrieveFailure, {"request_id": 1, "reason": "x" * 1025}, r"RetrieveFailure\.reason"),
+    (PushReceipt, {"request_id": 1, "address": bytes(32), "public_key": bytes(32), "radius": 33,
+                   "signature": bytes(64)}, r"PushReceipt\.radius must be in 0\.\.32"),
+    (PushDelivery, {"request_id": 1, "address": bytes(31), "hop_limit": 1, "data": bytes(8)},
+     r"PushDelivery\.address must be 32 bytes"),
     (PeerRecord, {**REC, "host": "x" * 256}, r"PeerRecord\.host"),
     (PeerRecord, {**REC, "port": -1}, r"PeerRecord\.port"),
     (PeerRecord, {**REC, "network_id": 2**64}, r"PeerRecord\.network_id"),

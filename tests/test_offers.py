@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncer.offers import MAX_BATCH, StreamOffers, UnexpectedWant
+from streamer.messages import MAX_BATCH_SIZE as MAX_BATCH
+from syncer.offers import StreamOffers, UnexpectedWant
 
 
 def hashes(start: int, end: int) -> list[bytes]:

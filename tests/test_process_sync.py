@@ -20,10 +20,10 @@ import pytest
 
 from localstore import Chunk, LocalStore
 from pot import proximity
+from streamer.messages import MAX_BATCH_SIZE as MAX_BATCH
 from swarm.testing import NodeProcess, poll, preload, random_chunks
-from syncer.downstream import PullerConfig
-from syncer.intervals import IntervalStore
-from syncer.offers import MAX_BATCH
+from syncer.interval_store import IntervalStore
+from syncer.pullsync import PullerConfig
 
 pytestmark = pytest.mark.process
 

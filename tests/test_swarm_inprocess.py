@@ -21,7 +21,7 @@ def settled(nodes: list[Node]) -> bool:
     from kademlia import is_settled
 
     return all(
-        n.table.known_count() == N - 1 and is_settled(n.table, n.manager.callable)  # type: ignore[union-attr]
+        n.table.known_count() == N - 1 and is_settled(n.table, n.manager.callable)
         for n in nodes
     )
 

@@ -10,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from localstore import Chunk
+from localstore.ethkey import Secp256k1Key
+from localstore.soc import make_soc
 from swarm.testing import random_chunks
 from syncer.verify_worker import (
     MAX_BATCH,
@@ -84,6 +86,17 @@ def test_check_names_what_is_wrong() -> None:
     problem = check(forged)
     assert problem is not None and "hashes to" in problem
     assert "shorter than" in (check(Chunk(good.address, b"abc")) or "")
+
+
+def test_check_accepts_single_owner_chunks_and_names_a_forgery() -> None:
+    key = Secp256k1Key.generate()
+    small, full = make_soc(key, bytes(32), b"feed update"), make_soc(key, b"\x01" * 32, bytes(4096))
+    chunks = [Chunk.from_soc(small), Chunk.from_soc(full)]
+    assert [check(c) for c in decode_request(body(encode_request(chunks)))] == [None, None]  # 4201 bytes fit
+    forged = Chunk(full.address, full.data[:-1] + b"X")
+    assert "give the address" in (check(forged) or "")
+    impostor = make_soc(Secp256k1Key.generate(), small.id, small.payload)
+    assert "as a single-owner chunk: id and signer" in (check(Chunk(small.address, impostor.data)) or "")
 
 
 def test_serve_answers_every_request_in_order_until_the_input_ends() -> None:

@@ -91,9 +91,7 @@ def add_sim_parser(subparsers: Any) -> None:
         "prints a compact summary (--wide: every column). See docs/simulation.md.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument(
-        "--nodes", type=_sizes, default=DEFAULT_NODES, metavar="N[,N...]", help="network sizes"
-    )
+    p.add_argument("--nodes", type=_sizes, default=DEFAULT_NODES, metavar="N[,N...]", help="network sizes")
     p.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, help="networks per (strategy, size)")
     p.add_argument(
         "--strategies",

@@ -1,0 +1,180 @@
+"""The bounded reserve: eviction throughput, pull syncing into a node at capacity, and push-sync
+uploads with receipts through six nodes against storing locally. Prints one JSON line.
+
+``--part evict`` (in this process): a store of ``--chunks`` full chunks with a reserve of half
+that; ``evict_chunks_per_s`` is the rate of `Reserve.evict` in batches of 256 (the node's batch)
+down to the capacity; ``put_at_capacity_chunks_per_s`` stores as many new chunks again, evicting
+after each batch of 128 as the node does, against ``put_chunks_per_s`` into a store with room:
+``at_capacity_ratio`` is what evicting costs the ingest.
+
+``--part sync`` (two `swarm node` processes): A holds ``--chunks`` chunks; B pulls from A once
+with room (it takes them all) and once with ``--capacity`` of a quarter of them: its reserve fills,
+its radius rises (B has no neighbourhood yet, so nothing caps it), it evicts what fell outside
+and wants only what lies within. ``sync_ratio_at_capacity`` = B's pull rate at capacity / with
+room, both in chunks delivered by pull syncing per second from the first to the last.
+
+``--part push`` (processes): ``--mib`` MiB uploaded with ``POST /bytes`` to a lone node (every
+chunk its own receipt: storing locally), and to node 0 of six nodes (one under each 3-bit
+prefix but two, neighbourhood size 1), waiting for every receipt: ``push_ratio`` = the swarm's
+upload rate / the lone node's; ``receipts`` are those node 0 received from others.
+
+``load`` is the 1-minute load average at the start; compare figures with ``python -m benches.bmt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benches.sync import load_average, make_chunks, peer_stats
+from localstore import LocalStore
+from localstore.reserve import Reserve
+from swarm.testing import NodeProcess, poll, preload
+from tests.reserve_helpers import spread_identities, write_identity
+
+PLAIN = ["--channel", "plain", "--verify-workers", "0"]
+
+
+def bench_evict(count: int, workdir: Path) -> dict[str, Any]:
+    chunks = make_chunks(2 * count, seed=31)
+    first, second = chunks[:count], chunks[count:]
+    with LocalStore(workdir / "room", bytes(32)) as store:
+        started = time.perf_counter()
+        for i in range(0, count, 128):
+            store.put_many(second[i : i + 128], verified=True)
+        put_rate = count / (time.perf_counter() - started)
+    with LocalStore(workdir / "full", bytes(32)) as store:
+        for i in range(0, count, 1024):
+            store.put_many(first[i : i + 1024], verified=True)
+        reserve = Reserve(store, count // 2)
+        started = time.perf_counter()
+        evicted = 0
+        while batch := reserve.evict(256):
+            evicted += batch
+        evict_rate = evicted / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for i in range(0, count, 128):
+            store.put_many(second[i : i + 128], verified=True)
+            while reserve.evict(256):
+                pass
+        at_capacity = count / (time.perf_counter() - started)
+        assert len(store) <= count // 2 + 128
+    return {
+        "evict_chunks": evicted,
+        "evict_chunks_per_s": round(evict_rate),
+        "put_chunks_per_s": round(put_rate),
+        "put_at_capacity_chunks_per_s": round(at_capacity),
+        "at_capacity_ratio": round(at_capacity / put_rate, 3),
+    }
+
+
+def pull_rate(workdir: Path, upstream: NodeProcess, extra: list[str]) -> tuple[float, int, int]:
+    """B pulls from ``upstream`` until fully synced and quiet for a second: chunks delivered by
+    pull syncing per second (first delivery to the last), how many, and B's evictions."""
+    node = NodeProcess(workdir, peers=[upstream.p2p], extra=[*PLAIN, *extra])
+    with node:  # the context starts it
+        trace: list[tuple[float, int]] = []
+
+        def done() -> bool:
+            doc = node.get("/sync").json()
+            delivered = peer_stats(doc, upstream.overlay).get("delivered", 0)
+            now = time.monotonic()
+            if not trace or delivered != trace[-1][1]:
+                trace.append((now, delivered))
+            quiet = now - trace[-1][0] >= 1.0
+            return bool(delivered and doc["fully_synced"] and doc["peers"] and quiet)
+
+        poll(done, timeout=900, interval=0.05)
+        first = next(t for t, n in trace if n)
+        last, delivered = trace[-1]
+        evicted = node.get("/sync").json()["reserve"]["evicted"]
+        return delivered / (last - first), delivered, evicted
+
+
+def bench_sync(count: int, workdir: Path) -> dict[str, Any]:
+    chunks = make_chunks(count, seed=32)
+    preload(workdir / "a", chunks)
+    with NodeProcess(workdir / "a", extra=PLAIN) as a:
+        room, _, _ = pull_rate(workdir / "b-room", a, [])
+        full, delivered, evicted = pull_rate(workdir / "b-full", a, ["--capacity", str(count // 4)])
+    return {
+        "sync_chunks": count,
+        "sync_chunks_per_s_room": round(room),
+        "sync_delivered_at_capacity": delivered,
+        "sync_chunks_per_s_at_capacity": round(full),
+        "sync_evicted": evicted,
+        "sync_ratio_at_capacity": round(full / room, 3),
+    }
+
+
+def upload(node: NodeProcess, data: bytes) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    response = httpx.post(f"{node.api}/bytes", content=data, timeout=600)
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    doc: dict[str, Any] = response.json()
+    assert doc["tag"]["without_receipt"] == 0, doc["tag"]
+    return elapsed, doc
+
+
+def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
+    data = random.Random(33).randbytes(mib << 20)
+    with NodeProcess(workdir / "lone", extra=PLAIN) as lone:
+        local_s, doc = upload(lone, data)
+    identities = [identity for i, identity in enumerate(spread_identities(3)) if i not in (3, 6)]
+    nodes: list[NodeProcess] = []
+    try:
+        for i, identity in enumerate(identities):
+            write_identity(workdir / f"n{i}", identity)
+            peers = [nodes[0].p2p] if nodes else []
+            extra = [*PLAIN, "--neighbourhood-size", "1"]
+            nodes.append(NodeProcess(workdir / f"n{i}", peers=peers, extra=extra).start())
+        poll(lambda: all(len(n.get("/sync").json()["peers"]) == len(nodes) - 1 for n in nodes), timeout=60)
+        swarm_s, doc = upload(nodes[0], data)
+        receipts = nodes[0].get("/sync").json()["reserve"]["receipts"]
+    finally:
+        for node in nodes:
+            node.kill()
+    return {
+        "push_mib": mib,
+        "push_chunks": doc["chunks"],
+        "local_mib_per_s": round(mib / local_s, 2),
+        "push_mib_per_s": round(mib / swarm_s, 2),
+        "receipts": receipts,
+        "push_ratio": round(local_s / swarm_s, 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--part", choices=["evict", "sync", "push", "all"], default="all")
+    parser.add_argument(
+        "--chunks", type=int, default=20_000, help="chunks for evict and sync (default 20000)"
+    )
+    parser.add_argument("--mib", type=int, default=16, help="MiB uploaded for push (default 16)")
+    args = parser.parse_args()
+    result: dict[str, Any] = {"load": load_average(), "cpus": os.cpu_count()}
+    tmp = Path(tempfile.mkdtemp(prefix="bench-reserve-"))
+    try:
+        if args.part in ("evict", "all"):
+            result.update(bench_evict(args.chunks, tmp / "evict"))
+        if args.part in ("sync", "all"):
+            result.update(bench_sync(args.chunks, tmp / "sync"))
+        if args.part in ("push", "all"):
+            result.update(bench_push(args.mib, tmp / "push"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

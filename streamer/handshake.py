@@ -1,0 +1,161 @@
+"""The greeting on a fresh stream: the trio shell around `HandshakeMachine` (streamer.greeting).
+
+`handshake()` sends what the machine says to send and feeds it what arrives, within a time limit,
+and returns the established `PeerConnection`; on failure it says why in a Goodbye (when we
+refused) and raises `HandshakeFailed` naming who refused.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from contextlib import suppress
+
+import trio
+
+from streamer.channel import ChannelError, TlsCredentials, open_channel
+from streamer.codec import FrameDecoder, encode
+from streamer.connection import GOODBYE_TIMEOUT, RECEIVE_SIZE, PeerConnection, close_quietly
+from streamer.errors import RemoteProtocolError
+from streamer.greeting import HandshakeMachine, HandshakeRefused
+from streamer.identity import HandshakeError
+from streamer.messages import (
+    NONCE_SIZE,
+    PROTOCOL_VERSION,
+    Goodbye,
+    GoodbyeCode,
+    Handshake,
+    Message,
+    clip_reason,
+)
+
+__all__ = ["HANDSHAKE_TIMEOUT", "HandshakeFailed", "handshake"]
+
+HANDSHAKE_TIMEOUT = 10.0
+
+
+class HandshakeFailed(Exception):
+    """The handshake did not complete; `by` says which side refused ("local" or "remote")."""
+
+    def __init__(self, reason: str, code: int, by: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+        self.by = by
+
+
+async def handshake(
+    stream: trio.abc.Stream,
+    make_local: Callable[[bytes, bytes], Handshake],
+    *,
+    network_id: int,
+    version: int = PROTOCOL_VERSION,
+    outbound: bool,
+    timeout: float = HANDSHAKE_TIMEOUT,
+    outbox_capacity: int = 64,
+    credentials: TlsCredentials | None = None,
+) -> PeerConnection:
+    """Open the channel and greet and verify a peer on it; returns the connection, ready to `run`.
+
+    With `credentials` the channel is TLS (the listener serves it, the dialler checks no
+    certificate); without, plain. The rules are the `HandshakeMachine`'s: each side sends a
+    `Hello` with a fresh random nonce, then its `Handshake`, built by `make_local` and signed over
+    the other side's nonce and the channel binding, so a handshake recorded on one connection, or
+    relayed from another channel, is worthless on this one. On failure the stream is closed (after
+    a Goodbye saying why, if we refused) and `HandshakeFailed` is raised.
+    """
+    decoder = FrameDecoder()
+    nonce = secrets.token_bytes(NONCE_SIZE)
+    try:
+        with trio.fail_after(timeout):
+            stream, binding = await open_channel(stream, credentials, server_side=not outbound)
+            machine = HandshakeMachine(
+                nonce, make_local, network_id=network_id, version=version, binding=binding
+            )
+            await _exchange(stream, machine, decoder)
+    except ChannelError as exc:
+        await close_quietly(stream)
+        raise HandshakeFailed(str(exc), GoodbyeCode.BAD_HANDSHAKE, "local") from exc
+    except HandshakeError as exc:
+        await _refuse(stream, exc.code, str(exc))
+        raise HandshakeFailed(str(exc), int(exc.code), by="local") from exc
+    except RemoteProtocolError as exc:
+        await _refuse(stream, exc.code, f"bad handshake: {exc}")
+        raise HandshakeFailed(f"bad handshake: {exc}", exc.code, by="local") from exc
+    except trio.TooSlowError:
+        reason = f"no handshake within {timeout:g}s"
+        await _refuse(stream, GoodbyeCode.BAD_HANDSHAKE, reason)
+        raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local") from None
+    except HandshakeRefused as exc:
+        await close_quietly(stream)
+        raise HandshakeFailed(str(exc), exc.code, "remote") from exc
+    except EOFError:
+        await close_quietly(stream)
+        raise HandshakeFailed(
+            "peer closed the connection during the handshake", GoodbyeCode.NORMAL, "remote"
+        ) from None
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        await close_quietly(stream)
+        reason = f"connection lost during handshake: {exc}"
+        raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from exc
+    assert machine.local is not None and machine.remote is not None
+    return PeerConnection(
+        stream,
+        machine.remote,
+        machine.local,
+        outbound=outbound,
+        decoder=decoder,
+        outbox_capacity=outbox_capacity,
+    )
+
+
+async def _exchange(stream: trio.abc.Stream, machine: HandshakeMachine, decoder: FrameDecoder) -> None:
+    """Feed the machine what arrives and send what it answers. Sending runs in its own task, so
+    it never waits for reading: two peers that both write first could block each other."""
+    outgoing, to_send = trio.open_memory_channel[Message](2)
+    errors: list[Exception] = []  # raised after the nursery, unwrapped from any exception group
+
+    async def sender() -> None:
+        try:
+            async for msg in to_send:
+                await stream.send_all(encode(msg))
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            errors.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sender)
+        with outgoing:
+            outgoing.send_nowait(machine.start())
+            try:
+                while not machine.done:
+                    reply = machine.receive(await _next_message(stream, decoder))
+                    if reply is not None:
+                        outgoing.send_nowait(reply)
+            except Exception as exc:
+                errors.insert(0, exc)  # the reader's error explains more than the sender's
+                # what is queued (our Handshake) still goes out, briefly, before the Goodbye
+                nursery.cancel_scope.deadline = trio.current_time() + GOODBYE_TIMEOUT
+    if errors:
+        raise errors[0]
+
+
+async def _next_message(stream: trio.abc.Stream, decoder: FrameDecoder) -> Message:
+    """The next whole message off the stream; EOFError if the peer closed it first."""
+    while True:
+        msg = decoder.next_message()
+        if msg is not None:
+            return msg
+        data = await stream.receive_some(RECEIVE_SIZE)
+        if not data:
+            decoder.receive_eof()
+            raise EOFError
+        decoder.receive_data(data)
+
+
+async def _refuse(stream: trio.abc.Stream, code: int, reason: str) -> None:
+    """Best effort: tell the peer why, then close."""
+    with trio.move_on_after(GOODBYE_TIMEOUT), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        await stream.send_all(encode(Goodbye(code=code, reason=clip_reason(reason))))
+    await close_quietly(stream)
+
+

@@ -1,0 +1,282 @@
+"""Pusher: an upload's chunks held until a receipt says a node of their neighbourhood stores them.
+
+Every uploaded chunk is stored locally first (so the upload never waits for the network), then:
+
+- a chunk in this node's own neighbourhood (``responsible``) gets this node's own receipt at
+  once: pull syncing spreads it among the neighbours, and it is in the reserve within the radius;
+- any other is *pending*: kept outside the reserve's accounting, never evicted, recorded in the
+  state namespace (``b"push/" + address``, so a restart goes on pushing it), and pushed
+  (swarm/pushsync.py) by `workers` tasks. A push that fails (no answer, a failure, a receipt that
+  proves nothing) is tried again after a delay that doubles up to ``retry_max``, for as long as
+  the node runs. When a valid receipt arrives the chunk stops being pending: it is an ordinary
+  chunk, which the reserve may evict (first, if it lies outside the radius).
+
+While an upload is under way all its chunks are held (``uploading``), also the ones that need no
+push, so that eviction cannot take one before the upload is done and pinned if asked. Each upload
+has a `Tag` (Bee's word) counting its chunks as they are split, stored, sent and synced
+(receipted), which ``POST /bytes`` waits on and ``GET /tags/{uid}`` reports.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import trio
+
+from localstore import Chunk, ChunkDamaged, ChunkNotFound
+from streamer.messages import PushReceipt
+from swarm.push_requests import PushFailed
+from swarm.pushsync import NoCloserPeer
+
+__all__ = ["PENDING_PREFIX", "Pusher", "PusherStatistics", "Tag"]
+
+log = logging.getLogger(__name__)
+
+PENDING_PREFIX = b"push/"
+MAX_TAGS = 256
+"""Tags kept; beyond that the oldest finished uploads' tags are forgotten."""
+
+
+class PendingState(Protocol):
+    """The state namespace, as the pusher uses it (``LocalStore`` implements it)."""
+
+    def iter_state(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]: ...
+
+    def write_state_batch(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None: ...
+
+
+@dataclass
+class Tag:
+    """The progress of one upload (Bee's tag): chunks split, stored, sent and synced."""
+
+    uid: int
+    started: float
+    split: int = 0
+    stored: int = 0
+    sent: int = 0
+    synced: int = 0
+    address: bytes | None = None  # the root reference, once the upload is done
+    done_splitting: bool = False
+    waiting: set[bytes] = field(default_factory=set)  # chunks without a receipt yet
+    changed: trio.Event = field(default_factory=trio.Event)
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    @property
+    def complete(self) -> bool:
+        return self.done_splitting and not self.waiting
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until every chunk has a receipt (True) or ``timeout`` passes (False)."""
+        with trio.move_on_after(timeout):
+            while not self.complete:
+                await self.changed.wait()
+        return self.complete
+
+
+@dataclass(frozen=True)
+class PusherStatistics:
+    pending: int  # chunks waiting for a receipt
+    receipts: int  # receipts received (valid ones) since start
+    own_receipts: int  # chunks this node signed for itself (its own neighbourhood)
+    attempts: int  # pushes tried since start
+    failures: int  # pushes that failed (tried again later)
+
+
+@dataclass
+class _Pending:
+    tag: int
+    attempts: int = 0
+    error: str = ""
+
+
+class Pusher:
+    """Uploads' chunks: own receipts, pushes, retries; a `Holder` for the reserve."""
+
+    def __init__(
+        self,
+        state: PendingState,
+        *,
+        get_chunk: Callable[[bytes], Chunk],
+        push: Callable[[Chunk], Awaitable[tuple[bytes, PushReceipt]]],
+        responsible: Callable[[bytes], bool],
+        has_peers: Callable[[], bool],
+        workers: int = 16,
+        retry_min: float = 0.5,
+        retry_max: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._state = state
+        self._get_chunk = get_chunk
+        self._push = push
+        self._responsible = responsible
+        self._has_peers = has_peers
+        self.workers = workers
+        self.retry_min = retry_min
+        self.retry_max = retry_max
+        self._clock = clock
+        self._pending: dict[bytes, _Pending] = {
+            key[len(PENDING_PREFIX) :]: _Pending(0) for key, _ in state.iter_state(PENDING_PREFIX)
+        }
+        self._uploading: dict[bytes, int] = {}  # address -> uploads under way holding it
+        self._tags: dict[int, Tag] = {}
+        self._uids = itertools.count(1)
+        self._send, self._receive = trio.open_memory_channel[bytes](float("inf"))
+        self._retries: list[tuple[float, int, bytes]] = []  # (due, order, address): a heap
+        self._retry_added = trio.Event()
+        self._order = itertools.count()
+        self.version = 0
+        self.receipts = self.own_receipts = self.attempts = self.failures = 0
+        for address in self._pending:
+            self._send.send_nowait(address)
+
+    # -- the reserve's view (a Holder) ----------------------------------------------------------
+
+    def __contains__(self, address: object) -> bool:
+        return address in self._pending or address in self._uploading
+
+    def addresses(self) -> Iterable[bytes]:
+        return itertools.chain(self._pending, (a for a in self._uploading if a not in self._pending))
+
+    # -- uploads --------------------------------------------------------------------------------
+
+    def new_tag(self) -> Tag:
+        tag = Tag(next(self._uids), self._clock())
+        self._tags[tag.uid] = tag
+        done = [uid for uid, old in self._tags.items() if old.complete]
+        for uid in done[: max(0, len(self._tags) - MAX_TAGS)]:  # the oldest finished ones go
+            del self._tags[uid]
+        return tag
+
+    def tag(self, uid: int) -> Tag | None:
+        return self._tags.get(uid)
+
+    def add(self, tag: Tag, addresses: list[bytes]) -> None:
+        """Chunks of ``tag``'s upload were just stored: sign for those of this neighbourhood,
+        queue the others (recorded first, so a restart goes on)."""
+        new = [a for a in dict.fromkeys(addresses) if a not in tag.waiting]
+        tag.split += len(new)
+        tag.stored += len(new)
+        for address in new:
+            self._uploading[address] = self._uploading.get(address, 0) + 1
+        to_push = [a for a in new if not self._responsible(a)]
+        self.own_receipts += len(new) - len(to_push)
+        tag.synced += len(new) - len(to_push)
+        fresh = [a for a in to_push if a not in self._pending]
+        self._state.write_state_batch({PENDING_PREFIX + a: b"" for a in fresh})
+        for address in to_push:
+            tag.waiting.add(address)
+            if address not in self._pending:
+                self._pending[address] = _Pending(tag.uid)
+                self._send.send_nowait(address)
+        self.version += 1
+        tag._changed()
+
+    def finish(self, tag: Tag, reference: bytes, addresses: Iterable[bytes]) -> None:
+        """``tag``'s upload is done (and pinned, if asked): its chunks are no longer held as
+        uploading (the pending ones stay held until their receipts)."""
+        tag.address = reference
+        tag.done_splitting = True
+        for address in dict.fromkeys(addresses):
+            count = self._uploading.get(address, 0) - 1
+            if count <= 0:
+                self._uploading.pop(address, None)
+            else:
+                self._uploading[address] = count
+        self.version += 1
+        tag._changed()
+
+    def waiting(self, tag: Tag) -> list[bytes]:
+        return sorted(tag.waiting)
+
+    def last_error(self, address: bytes) -> str:
+        entry = self._pending.get(address)
+        return entry.error if entry is not None else ""
+
+    # -- pushing --------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Push pending chunks until cancelled: `workers` pushers and the retry timer."""
+        if self._pending:
+            log.info("%d uploaded chunks still wait for a receipt: pushing them", len(self._pending))
+        async with trio.open_nursery() as nursery:
+            for _ in range(self.workers):
+                nursery.start_soon(self._worker)
+            nursery.start_soon(self._retry_timer)
+            task_status.started()
+
+    async def _worker(self) -> None:
+        async for address in self._receive:
+            if address in self._pending:
+                await self._push_one(address)
+
+    async def _push_one(self, address: bytes) -> None:
+        entry = self._pending[address]
+        try:
+            chunk = self._get_chunk(address)
+        except (ChunkNotFound, ChunkDamaged) as exc:
+            log.error("uploaded chunk %s is gone before a receipt came (%s)", address.hex(), exc)
+            self._settle(address)
+            return
+        entry.attempts += 1
+        self.attempts += 1
+        for tag in self._tags_waiting(address):
+            tag.sent += entry.attempts == 1
+        try:
+            if not self._has_peers():
+                raise PushFailed("no connected peer")
+            await self._push(chunk)
+        except NoCloserPeer:
+            self.own_receipts += 1  # connected, and no peer is closer: this node is the closest
+        except PushFailed as exc:
+            entry.error = str(exc)
+            self.failures += 1
+            delay = min(self.retry_max, self.retry_min * 2 ** (entry.attempts - 1))
+            log.debug("push of %s failed (%s); again in %.1f s", address.hex()[:12], exc, delay)
+            heapq.heappush(self._retries, (trio.current_time() + delay, next(self._order), address))
+            self._retry_added.set()
+            return
+        else:
+            self.receipts += 1
+        self._settle(address)
+
+    def _tags_waiting(self, address: bytes) -> list[Tag]:
+        return [tag for tag in self._tags.values() if address in tag.waiting]
+
+    def _settle(self, address: bytes) -> None:
+        """A receipt came (or the chunk is gone): it is no longer pending."""
+        self._pending.pop(address, None)
+        self._state.write_state_batch({}, [PENDING_PREFIX + address])
+        for tag in self._tags_waiting(address):
+            tag.waiting.discard(address)
+            tag.synced += 1
+            tag._changed()
+        self.version += 1
+
+    async def _retry_timer(self) -> None:
+        while True:
+            if not self._retries:
+                await self._retry_added.wait()
+                self._retry_added = trio.Event()
+                continue
+            due = self._retries[0][0]
+            with trio.move_on_at(due):
+                await self._retry_added.wait()
+                self._retry_added = trio.Event()
+                continue
+            while self._retries and self._retries[0][0] <= trio.current_time():
+                _, _, address = heapq.heappop(self._retries)
+                self._send.send_nowait(address)
+
+    def statistics(self) -> PusherStatistics:
+        return PusherStatistics(
+            len(self._pending), self.receipts, self.own_receipts, self.attempts, self.failures
+        )

@@ -1,0 +1,310 @@
+"""DownstreamSession: the pulling side's protocol rules for one connection, as a pure state machine.
+
+The mirror of the upstream's `StreamOffers`, in the manner of h11: every pull-sync message that
+crosses the connection passes through it, ours (`send`) and the peer's (`receive`). It keeps what
+the rules need (the store epoch the handshake signed, the cursors, each stream's phase, the offers
+not yet answered, the chunks wanted and not yet delivered) and nothing else: it does no I/O, knows
+no time and chooses nothing. Which chunks to want, when to subscribe and when to stop are the
+client's and the puller's business.
+
+`receive` returns what a message means (an event) or raises `RemoteProtocolError` naming the rule
+the peer broke and the Goodbye code for it (docs/protocol.md, section 8.2, "Violations"). `send`
+raises `LocalProtocolError` when this node itself would break a rule: a bug here, never the peer's.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from enum import Enum
+
+from pot import MAX_PO, proximity
+from streamer.errors import LocalProtocolError, RemoteProtocolError
+from streamer.messages import (
+    OFFER_WINDOW,
+    ChunkDelivery,
+    CursorsReply,
+    CursorsRequest,
+    GoodbyeCode,
+    OfferedHashes,
+    Subscribe,
+    Unsubscribe,
+    Unsubscribed,
+    WantedHashes,
+)
+from syncer.intervals import MAX_ID
+
+__all__ = [
+    "ChunkArrived",
+    "CursorsReceived",
+    "DownstreamSession",
+    "OfferCrossed",
+    "OfferReceived",
+    "SessionEvent",
+    "StreamKey",
+    "UnsubscribeAcked",
+    "stream_name",
+]
+
+StreamKey = tuple[int, bool]
+"""A stream: (bin of the upstream's pull index, live)."""
+
+BINS = MAX_PO + 1
+
+
+def stream_name(bin: int, live: bool) -> str:
+    return f"bin {bin} {'live' if live else 'historical'}"
+
+
+# -- events: what a received message means ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CursorsReceived:
+    """The upstream's store epoch and its cursor per bin (all 32; missing bins are 0)."""
+
+    epoch: int
+    cursors: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OfferReceived:
+    """An offer to answer, in order; `last` marks the final offer of a historical stream."""
+
+    offer: OfferedHashes
+    last: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OfferCrossed:
+    """An offer of a stream we are unsubscribing from: it crossed our Unsubscribe, ignore it."""
+
+    offer: OfferedHashes
+
+
+@dataclass(frozen=True, slots=True)
+class UnsubscribeAcked:
+    """The upstream stopped the stream: no offer of it follows."""
+
+    key: StreamKey
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkArrived:
+    """A wanted chunk: its data must hash to `address` (the offered hash)."""
+
+    address: bytes
+    delivery: ChunkDelivery
+
+
+SessionEvent = CursorsReceived | OfferReceived | OfferCrossed | UnsubscribeAcked | ChunkArrived
+
+
+class _Phase(Enum):
+    SUBSCRIBED = "subscribed"
+    UNSUBSCRIBING = "unsubscribing"
+
+
+@dataclass
+class _Stream:
+    end: int  # the subscription's last bin ID (0: live, open-ended)
+    next_start: int  # where the next offer must start
+    unanswered: deque[OfferedHashes]
+    phase: _Phase = _Phase.SUBSCRIBED
+    offered_all: bool = False  # historical: its last offer has arrived
+
+
+class DownstreamSession:
+    """The pulling side of one connection: judges every pull-sync message both ways."""
+
+    def __init__(self, upstream: bytes, handshake_epoch: int, *, window: int = OFFER_WINDOW) -> None:
+        self.upstream = upstream  # its overlay: an offered chunk must lie in the stream's bin of it
+        self.handshake_epoch = handshake_epoch
+        self.window = window
+        self.epoch: int | None = None  # from the first cursors reply
+        self._replied = [0] * BINS  # cursors of the last reply: they never go back
+        self._cursors = [0] * BINS  # highest bin ID known, from replies and offers
+        self._cursors_asked = False
+        self._streams: dict[StreamKey, _Stream] = {}
+        # (bin, live, offer start) -> {index: address} wanted and not delivered yet
+        self._wanted: dict[tuple[int, bool, int], dict[int, bytes]] = {}
+
+    # -- what the client may ask ------------------------------------------------------------
+
+    def cursor(self, bin: int) -> int:
+        """The highest bin ID of `bin` known so far (0: none)."""
+        return self._cursors[bin]
+
+    def subscribed(self, key: StreamKey) -> bool:
+        """The stream is open: offers of it are expected (an Unsubscribe is still allowed)."""
+        stream = self._streams.get(key)
+        return stream is not None and stream.phase is _Phase.SUBSCRIBED
+
+    def unsubscribing(self, key: StreamKey) -> bool:
+        """We sent an Unsubscribe for the stream and its Unsubscribed has not arrived."""
+        stream = self._streams.get(key)
+        return stream is not None and stream.phase is _Phase.UNSUBSCRIBING
+
+    def active(self, key: StreamKey) -> bool:
+        """Subscribed or unsubscribing: a new Subscribe to the stream must wait."""
+        return key in self._streams
+
+    @property
+    def subscriptions(self) -> list[StreamKey]:
+        return sorted(key for key, s in self._streams.items() if s.phase is _Phase.SUBSCRIBED)
+
+    def undelivered(self) -> int:
+        """Chunks wanted from the peer and not delivered yet (lost if the connection ends now)."""
+        return sum(len(indices) for indices in self._wanted.values())
+
+    # -- what we send -----------------------------------------------------------------------
+
+    def send(self, msg: CursorsRequest | Subscribe | Unsubscribe | WantedHashes) -> None:
+        """Record a message we are about to send; `LocalProtocolError` if it breaks a rule."""
+        if isinstance(msg, WantedHashes):
+            self._send_want(msg)
+        elif isinstance(msg, Subscribe):
+            self._send_subscribe(msg)
+        elif isinstance(msg, Unsubscribe):
+            self._send_unsubscribe(msg)
+        elif isinstance(msg, CursorsRequest):
+            if self._cursors_asked:
+                raise LocalProtocolError("a cursors request is already waiting for its reply")
+            self._cursors_asked = True
+        else:
+            raise LocalProtocolError(f"{type(msg).__name__} is not a downstream message")
+
+    def _send_subscribe(self, msg: Subscribe) -> None:
+        key = (msg.bin, msg.live)
+        if key in self._streams:
+            raise LocalProtocolError(f"subscribe to {stream_name(*key)}: it is still active")
+        if not msg.live and msg.end > self._cursors[msg.bin]:
+            raise LocalProtocolError(
+                f"subscribe to {stream_name(*key)} up to {msg.end}, beyond the known cursor "
+                f"{self._cursors[msg.bin]}"
+            )
+        self._streams[key] = _Stream(end=msg.end, next_start=msg.start, unanswered=deque())
+
+    def _send_unsubscribe(self, msg: Unsubscribe) -> None:
+        key = (msg.bin, msg.live)
+        stream = self._streams.get(key)
+        if stream is None or stream.phase is not _Phase.SUBSCRIBED:
+            raise LocalProtocolError(f"unsubscribe from {stream_name(*key)}, which is not subscribed")
+        stream.phase = _Phase.UNSUBSCRIBING
+        stream.unanswered.clear()  # the upstream forgets them too
+
+    def _send_want(self, msg: WantedHashes) -> None:
+        key = (msg.bin, msg.live)
+        stream = self._streams.get(key)
+        if stream is None or not stream.unanswered:
+            raise LocalProtocolError(f"want for {stream_name(*key)}: no offer waits for an answer")
+        offer = stream.unanswered[0]
+        if (msg.start, msg.end) != (offer.start, offer.end):
+            raise LocalProtocolError(
+                f"want for {stream_name(*key)} [{msg.start}, {msg.end}] does not answer the oldest "
+                f"offer [{offer.start}, {offer.end}]"
+            )
+        indices = msg.wanted_indices()
+        if indices and indices[-1] >= len(offer.hashes):
+            raise LocalProtocolError(
+                f"want sets bit {indices[-1]}, the offer carried {len(offer.hashes)} hashes"
+            )
+        stream.unanswered.popleft()
+        if indices:
+            self._wanted[(msg.bin, msg.live, msg.start)] = {i: offer.hashes[i] for i in indices}
+        if stream.offered_all and not stream.unanswered:
+            del self._streams[key]  # the historical stream is over
+
+    # -- what the peer sends ----------------------------------------------------------------
+
+    def receive(self, msg: CursorsReply | OfferedHashes | Unsubscribed | ChunkDelivery) -> SessionEvent:
+        """Judge a message from the upstream; returns what it means."""
+        if isinstance(msg, ChunkDelivery):
+            return self._receive_delivery(msg)
+        if isinstance(msg, OfferedHashes):
+            return self._receive_offer(msg)
+        if isinstance(msg, CursorsReply):
+            return self._receive_cursors(msg)
+        if isinstance(msg, Unsubscribed):
+            return self._receive_unsubscribed(msg)
+        raise LocalProtocolError(f"{type(msg).__name__} is not an upstream message")
+
+    def _receive_cursors(self, msg: CursorsReply) -> CursorsReceived:
+        if not self._cursors_asked:
+            raise RemoteProtocolError("cursors reply without a request")
+        if msg.epoch != self.handshake_epoch:
+            raise RemoteProtocolError(
+                f"cursors reply gives store epoch {msg.epoch}, the handshake signed {self.handshake_epoch}"
+            )
+        cursors = (*msg.cursors, *[0] * (BINS - len(msg.cursors)))
+        for bin, cursor in enumerate(cursors):
+            if cursor >= MAX_ID:
+                raise RemoteProtocolError(f"cursor of bin {bin} is {cursor}, beyond the largest bin ID")
+            if cursor < self._replied[bin]:
+                raise RemoteProtocolError(
+                    f"cursor of bin {bin} went back from {self._replied[bin]} to {cursor}"
+                )
+        self._cursors_asked = False
+        self.epoch = msg.epoch
+        for bin, cursor in enumerate(cursors):
+            self._replied[bin] = cursor
+            # A reply may lag what offers showed: a live offer sent after the upstream took
+            # the snapshot can arrive first.
+            self._cursors[bin] = max(self._cursors[bin], cursor)
+        return CursorsReceived(msg.epoch, tuple(self._cursors))
+
+    def _receive_offer(self, msg: OfferedHashes) -> OfferReceived | OfferCrossed:
+        key = (msg.bin, msg.live)
+        stream = self._streams.get(key)
+        if stream is not None and stream.phase is _Phase.UNSUBSCRIBING:
+            return OfferCrossed(msg)
+        if stream is None or stream.offered_all:
+            raise RemoteProtocolError(f"offer for {stream_name(*key)}, which is not subscribed")
+        if msg.start != stream.next_start or (not msg.live and msg.end > stream.end):
+            raise RemoteProtocolError(
+                f"offer [{msg.start}, {msg.end}] for {stream_name(*key)} does not continue "
+                f"the stream at {stream.next_start}" + ("" if msg.live else f" (ending at {stream.end})")
+            )
+        if len(stream.unanswered) >= self.window:
+            raise RemoteProtocolError(f"more than {self.window} unanswered offers for {stream_name(*key)}")
+        self._check_bin(msg)
+        stream.unanswered.append(msg)
+        stream.next_start = msg.end + 1
+        self._cursors[msg.bin] = max(self._cursors[msg.bin], msg.end)
+        last = not msg.live and msg.end == stream.end
+        stream.offered_all = last
+        return OfferReceived(msg, last)
+
+    def _check_bin(self, msg: OfferedHashes) -> None:
+        """Every offered hash must be in the stream's bin of the upstream's pull index: the sync
+        rule pulls only bins whose chunks this node is responsible for, so a hash from elsewhere
+        is junk the peer wants stored here."""
+        for address in msg.hashes:
+            po = min(proximity(address, self.upstream), MAX_PO)
+            if po != msg.bin:
+                raise RemoteProtocolError(
+                    f"offer for {stream_name(msg.bin, msg.live)} carries {address.hex()}, "
+                    f"which is in bin {po} of the upstream"
+                )
+
+    def _receive_unsubscribed(self, msg: Unsubscribed) -> UnsubscribeAcked:
+        key = (msg.bin, msg.live)
+        stream = self._streams.get(key)
+        if stream is None or stream.phase is not _Phase.UNSUBSCRIBING:
+            raise RemoteProtocolError(f"Unsubscribed for {stream_name(*key)}, which we did not ask")
+        del self._streams[key]
+        return UnsubscribeAcked(key)
+
+    def _receive_delivery(self, msg: ChunkDelivery) -> ChunkArrived:
+        offer = (msg.bin, msg.live, msg.start)
+        wanted = self._wanted.get(offer)
+        where = f"delivery for {stream_name(msg.bin, msg.live)} offer {msg.start} index {msg.index}"
+        if wanted is None:
+            raise RemoteProtocolError(f"{where}: no such open offer", GoodbyeCode.UNSOLICITED_DELIVERY)
+        address = wanted.pop(msg.index, None)
+        if address is None:
+            raise RemoteProtocolError(f"{where}: not wanted", GoodbyeCode.UNSOLICITED_DELIVERY)
+        if not wanted:
+            del self._wanted[offer]
+        return ChunkArrived(address, msg)
+

@@ -1,0 +1,256 @@
+"""PullSyncClient on its own: a scripted upstream on a fake connection, a real intake and verifier.
+
+The fake connection records what the client sends and runs its tasks in the test's nursery; the
+store behind the intake is an in-memory double (the store has its own suites).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import trio
+
+from localstore import Chunk
+from streamer.errors import RemoteProtocolError
+from streamer.messages import (
+    ChunkDelivery,
+    CursorsReply,
+    CursorsRequest,
+    GoodbyeCode,
+    Message,
+    OfferedHashes,
+    Subscribe,
+    Unsubscribe,
+    Unsubscribed,
+    WantedHashes,
+)
+from streamer.outbox import Priority
+from streamer.requests import RetrieveFailed
+from swarm.testing import random_chunks
+from syncer.intake import ChunkIntake
+from syncer.pullsync import PullerConfig, PullSyncClient
+from syncer.stats import PeerStats
+from syncer.transfers import Transfers
+
+EPOCH = 1_700_000_000
+# bin 0 of every upstream here (their overlays start with a 0 bit, these chunks with a 1)
+CHUNKS = [c for c in random_chunks(40, seed=77, size=64) if c.address[0] >= 0x80][:6]
+STEP = 5.0
+
+
+class MemoryStore:
+    """What the intake needs of a store: put_many and has."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[bytes, bytes] = {}
+
+    def put_many(self, chunks: list[Chunk], *, verified: bool = False) -> int:
+        new = 0
+        for chunk in chunks:
+            if not verified:
+                chunk.verify()
+            new += chunk.address not in self.chunks
+            self.chunks[chunk.address] = chunk.data
+        return new
+
+    def has(self, address: bytes) -> bool:
+        return address in self.chunks
+
+    def get(self, address: bytes) -> Chunk:
+        return Chunk(address, self.chunks[address])
+
+
+@dataclass
+class FakeConnection:
+    overlay: bytes
+    nursery: trio.Nursery
+    violations: list[RemoteProtocolError] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.outgoing, self.sent = trio.open_memory_channel[Message](100)
+
+    async def send(self, msg: Message, priority: Priority = Priority.RETRIEVAL) -> None:
+        self.outgoing.send_nowait(msg)
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        self.nursery.start_soon(fn, *args)
+
+    def broke_protocol(self, violation: RemoteProtocolError) -> None:
+        self.violations.append(violation)
+
+    async def next(self) -> Message:
+        with trio.fail_after(STEP):
+            return await self.sent.receive()
+
+
+@dataclass
+class Rig:
+    client: PullSyncClient
+    conn: FakeConnection
+    store: MemoryStore
+    transfers: Transfers
+    completed: list[tuple[int, int, int]]
+    stats: PeerStats
+
+
+@asynccontextmanager
+async def rig(
+    *,
+    overlay: bytes = b"U" * 32,
+    store: MemoryStore | None = None,
+    transfers: Transfers | None = None,
+    fetch: Callable[[bytes], Awaitable[bytes]] | None = None,
+    config: PullerConfig | None = None,
+) -> AsyncIterator[Rig]:
+    store = store or MemoryStore()
+    transfers = transfers or Transfers()
+    completed: list[tuple[int, int, int]] = []
+    stats = PeerStats()
+
+    async def no_fetch(address: bytes) -> bytes:
+        raise RetrieveFailed("no", "not found")
+
+    async with trio.open_nursery() as nursery:
+        conn = FakeConnection(overlay, nursery)
+        client = PullSyncClient(
+            conn,
+            EPOCH,
+            transfers=transfers,
+            intake=ChunkIntake(store, stored=transfers.stored),
+            stats=stats,
+            fetch=fetch or no_fetch,
+            completed=lambda bin, start, end: completed.append((bin, start, end)),
+            config=config or PullerConfig(batch_timeout=2.0, cursor_timeout=1.0),
+        )
+        nursery.start_soon(client.deliveries.run)
+        yield Rig(client, conn, store, transfers, completed, stats)
+        client.deliveries.close()
+        nursery.cancel_scope.cancel()
+
+
+async def cursors(r: Rig, cursors: tuple[int, ...]) -> None:
+    """Answer the client's cursors request."""
+    async with trio.open_nursery() as n:
+        n.start_soon(r.client.cursors)
+        assert await r.conn.next() == CursorsRequest()
+        await r.client.receive(CursorsReply(EPOCH, cursors))
+
+
+async def test_a_historical_range_is_pulled_stored_and_reported() -> None:
+    async with rig() as r:
+        r.store.chunks[CHUNKS[1].address] = CHUNKS[1].data  # already held: not wanted
+        await cursors(r, (3,))
+        done = trio.Event()
+
+        async def pull() -> None:
+            await r.client.sync(0, False, 1, 3)
+            done.set()
+
+        r.conn.nursery.start_soon(pull)
+        assert await r.conn.next() == Subscribe(0, False, 1, 3)
+        hashes = tuple(c.address for c in CHUNKS[:3])
+        await r.client.receive(OfferedHashes(0, False, 1, 3, hashes))
+        assert await r.conn.next() == WantedHashes.from_indices(0, False, 1, 3, [0, 2])
+        for index in (0, 2):
+            await r.client.receive(ChunkDelivery(0, False, 1, index, CHUNKS[index].data))
+        with trio.fail_after(STEP):
+            await done.wait()
+        assert r.completed == [(0, 1, 3)]
+        assert all(r.store.has(c.address) for c in CHUNKS[:3])
+        assert (r.stats["offered"], r.stats["wanted"], r.stats["delivered"]) == (3, 2, 2)
+        assert r.conn.violations == []
+
+
+async def test_stopping_a_live_stream_unsubscribes_and_a_restart_waits_for_the_ack() -> None:
+    async with rig() as r:
+        await cursors(r, (3,))
+        first = trio.CancelScope()
+        r.conn.nursery.start_soon(_run_in, first, r.client.sync, 0, True, 4, 0)
+        assert await r.conn.next() == Subscribe(0, True, 4, 0)
+        first.cancel()
+        assert await r.conn.next() == Unsubscribe(0, True)
+        r.conn.nursery.start_soon(r.client.sync, 0, True, 4, 0)
+        await trio.sleep(0.1)
+        assert r.conn.sent.statistics().current_buffer_used == 0, "no Subscribe before the ack"
+        crossed = OfferedHashes(0, True, 4, 4, (CHUNKS[3].address,))
+        await r.client.receive(crossed)  # crossed the Unsubscribe: ignored, not answered
+        await r.client.receive(Unsubscribed(0, True))
+        assert await r.conn.next() == Subscribe(0, True, 4, 0)
+
+
+async def _run_in(scope: trio.CancelScope, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+    with scope:
+        await fn(*args)
+
+
+async def test_chunks_not_delivered_in_time_drop_the_peer() -> None:
+    async with rig() as r:
+        await cursors(r, (1,))
+        r.conn.nursery.start_soon(_expect_violation, r, r.client.sync, 0, False, 1, 1)
+        assert await r.conn.next() == Subscribe(0, False, 1, 1)
+        await r.client.receive(OfferedHashes(0, False, 1, 1, (CHUNKS[0].address,)))
+        assert isinstance(await r.conn.next(), WantedHashes)
+        with trio.fail_after(STEP):
+            while not r.conn.violations:
+                await trio.sleep(0.05)
+        (violation,) = r.conn.violations
+        assert "wanted chunks of bin 0 historical" in str(violation)
+        assert r.completed == []
+
+
+async def _expect_violation(r: Rig, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+    try:
+        await fn(*args)
+    except RemoteProtocolError as exc:
+        r.conn.broke_protocol(exc)
+
+
+async def test_a_bad_message_from_the_upstream_raises_and_counts_unsolicited_deliveries() -> None:
+    async with rig() as r:
+        with pytest.raises(RemoteProtocolError, match="not subscribed"):
+            await r.client.receive(OfferedHashes(0, False, 1, 1, (CHUNKS[0].address,)))
+        with pytest.raises(RemoteProtocolError) as info:
+            await r.client.receive(ChunkDelivery(0, False, 1, 0, CHUNKS[0].data))
+        assert info.value.code == GoodbyeCode.UNSOLICITED_DELIVERY
+        assert r.stats["unsolicited"] == 1
+
+
+async def test_no_cursors_reply_in_time_is_a_violation() -> None:
+    async with rig() as r:
+        with pytest.raises(RemoteProtocolError, match="no cursors reply within"):
+            await r.client.cursors()
+
+
+async def test_a_peer_that_leaves_owes_its_chunk_and_another_offerer_is_asked_directly() -> None:
+    """A and B offer the same chunk; it is wanted from A only. A goes away without delivering:
+    the chunk is fetched from B by a direct request, which completes B's batch, and A's
+    undelivered want is counted as missing."""
+    transfers, store = Transfers(), MemoryStore()
+    fetched: list[bytes] = []
+
+    async def fetch_from_b(address: bytes) -> bytes:
+        fetched.append(address)
+        return CHUNKS[0].data
+
+    async with (
+        rig(overlay=b"A" * 32, store=store, transfers=transfers) as a,
+        rig(overlay=b"B" * 32, store=store, transfers=transfers, fetch=fetch_from_b) as b,
+    ):
+        offer = OfferedHashes(0, True, 1, 1, (CHUNKS[0].address,))
+        for r, wanted in ((a, [0]), (b, [])):
+            await cursors(r, (0,))
+            r.conn.nursery.start_soon(r.client.sync, 0, True, 1, 0)
+            assert await r.conn.next() == Subscribe(0, True, 1, 0)
+            await r.client.receive(offer)
+            assert await r.conn.next() == WantedHashes.from_indices(0, True, 1, 1, wanted)
+        a.client.close()
+        with trio.fail_after(STEP):
+            while not b.completed:
+                await trio.sleep(0.01)
+        assert fetched == [CHUNKS[0].address] and store.has(CHUNKS[0].address)
+        assert b.completed == [(0, 1, 1)] and a.completed == []
+        assert a.stats["missing"] == 1

@@ -1,0 +1,201 @@
+"""Push syncing: receipts (pure), the pusher's holding and retries, and a swarm of nodes in one
+trio run where uploads reach their neighbourhoods and come back receipted."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+import trio.testing
+
+from localstore import Chunk, LocalStore
+from localstore.reserve import Reserve
+from pot import proximity
+from streamer.identity import NodeIdentity
+from streamer.messages import PushReceipt
+from streamer.push_receipts import BadReceipt, make_receipt, verify_receipt
+from swarm.chunker import split_bytes
+from swarm.node import Node
+from swarm.push_requests import PushFailed
+from swarm.pusher import Pusher
+from swarm.pushsync import NoCloserPeer
+from swarm.testing import node_config, start_node, wait_for
+from tests.reserve_helpers import spread_identities, write_identity
+
+NETWORK = 1
+RECEIPT = PushReceipt(0, bytes(32), bytes(32), 0, bytes(64))
+
+
+def chunks(n: int, seed: int) -> list[Chunk]:
+    rng = random.Random(seed)
+    return [Chunk.from_payload(rng.randbytes(64)) for _ in range(n)]
+
+
+# -- receipts -----------------------------------------------------------------------------------
+
+
+def storer_and_chunk(radius: int) -> tuple[NodeIdentity, Chunk]:
+    """An identity and a chunk within ``radius`` of its overlay."""
+    identity = NodeIdentity.generate()
+    overlay = identity.overlay(NETWORK)
+    for chunk in chunks(5000, seed=radius):
+        if proximity(overlay, chunk.address) >= radius:
+            return identity, chunk
+    raise AssertionError("no chunk close enough")
+
+
+def test_a_receipt_proves_who_stores_what() -> None:
+    identity, chunk = storer_and_chunk(3)
+    receipt = make_receipt(identity, network_id=NETWORK, request_id=9, address=chunk.address, radius=3)
+    assert verify_receipt(receipt, network_id=NETWORK, address=chunk.address) == identity.overlay(NETWORK)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"radius": 2}, "bad signature"),
+        ({"public_key": NodeIdentity.generate().public_key}, "bad signature"),
+        ({"signature": bytes(64)}, "bad signature"),
+        ({"address": bytes(32)}, "names chunk"),
+    ],
+)
+def test_a_changed_receipt_proves_nothing(change: dict[str, object], problem: str) -> None:
+    identity, chunk = storer_and_chunk(3)
+    receipt = make_receipt(identity, network_id=NETWORK, request_id=1, address=chunk.address, radius=3)
+    with pytest.raises(BadReceipt, match=problem):
+        verify_receipt(replace(receipt, **change), network_id=NETWORK, address=chunk.address)  # type: ignore[arg-type]
+    with pytest.raises(BadReceipt, match="bad signature"):
+        verify_receipt(receipt, network_id=NETWORK + 1, address=chunk.address)
+
+
+def test_a_shallow_receipt_is_refused() -> None:
+    identity = NodeIdentity.generate()
+    overlay = identity.overlay(NETWORK)
+    far = next(c for c in chunks(100, seed=1) if proximity(overlay, c.address) == 0)
+    receipt = make_receipt(identity, network_id=NETWORK, request_id=1, address=far.address, radius=2)
+    with pytest.raises(BadReceipt, match="shallow receipt"):
+        verify_receipt(receipt, network_id=NETWORK, address=far.address)
+
+
+# -- the pusher ---------------------------------------------------------------------------------
+
+
+async def test_an_upload_is_held_until_its_receipt_then_evictable(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Pushes fail three times (retried with growing delays), then a receipt comes: until then the
+    chunk is held (never evicted, outside the reserve's size, remembered across a restart)."""
+    data = chunks(4, seed=2)
+    outcomes: dict[bytes, int] = {}
+    delivered = trio.Event()
+
+    async def push(chunk: Chunk) -> tuple[bytes, PushReceipt]:
+        outcomes[chunk.address] = outcomes.get(chunk.address, 0) + 1
+        if outcomes[chunk.address] <= 3:
+            raise PushFailed("no receipt")
+        delivered.set()
+        return b"", RECEIPT
+
+    store = LocalStore(tmp_path / "s", bytes(32))
+    try:
+        pusher = Pusher(
+            store,
+            get_chunk=store.get,
+            push=push,
+            responsible=lambda address: address == data[0].address,
+            has_peers=lambda: True,
+            retry_min=1.0,
+        )
+        reserve = Reserve(store, 1, [pusher])
+        store.put_many(data)
+        tag = pusher.new_tag()
+        pusher.add(tag, [c.address for c in data])
+        pusher.finish(tag, data[0].address, [c.address for c in data])
+        assert tag.synced == 1, "the chunk of its own neighbourhood is signed for at once"
+        assert all(c.address in pusher for c in data[1:]) and data[0].address not in pusher
+        assert reserve.size() == 1 and reserve.evict(10) == 0
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(pusher.run)
+                assert not await tag.wait(2.5), "three failures, 1 + 2 + 4 s of delays"
+                assert all(c.address in pusher for c in data[1:])
+                assert await tag.wait(30)
+                nursery.cancel_scope.cancel()
+        assert all(outcomes[c.address] == 4 for c in data[1:])
+        assert pusher.statistics().failures == 9 and pusher.statistics().receipts == 3
+        assert not any(c.address in pusher for c in data)
+        assert reserve.size() == 4 and reserve.evict(10) == 3, "receipted: ordinary chunks now"
+    finally:
+        store.close()
+
+
+async def test_pending_pushes_survive_a_restart(tmp_path: Path) -> None:
+    data = chunks(3, seed=3)
+
+    async def never(chunk: Chunk) -> tuple[bytes, PushReceipt]:
+        raise NoCloserPeer("alone")
+
+    with LocalStore(tmp_path / "s", bytes(32)) as store:
+        pusher = Pusher(
+            store, get_chunk=store.get, push=never, responsible=lambda a: False, has_peers=lambda: False
+        )
+        store.put_many(data)
+        pusher.add(pusher.new_tag(), [c.address for c in data])
+    with LocalStore(tmp_path / "s", bytes(32)) as store:
+        pusher = Pusher(
+            store, get_chunk=store.get, push=never, responsible=lambda a: False, has_peers=lambda: True
+        )
+        assert all(c.address in pusher for c in data), "still held after a restart"
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(pusher.run)
+                await wait_for(lambda: pusher.statistics().pending == 0)
+                nursery.cancel_scope.cancel()
+        assert pusher.statistics().own_receipts == 3, "no closer peer: this node is the closest"
+
+
+# -- nodes ----------------------------------------------------------------------------------------
+
+
+async def test_uploads_reach_their_neighbourhood_and_come_back_receipted(tmp_path: Path) -> None:
+    """Four nodes, one under each 2-bit prefix, neighbourhood size 1 (so depth 1): a file uploaded
+    at node 0 (prefix 00) answers once every chunk has a receipt; the chunks starting with bit 1
+    are outside its neighbourhood, pushed to the nodes 10 and 11, which store them and sign."""
+    identities = spread_identities(2)
+    data = random.Random(5).randbytes(300 * 4096)
+    reference, file_chunks = split_bytes(data)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nodes: list[Node] = []
+            for i, identity in enumerate(identities):
+                write_identity(tmp_path / f"n{i}", identity)
+                peers = [("127.0.0.1", nodes[0].p2p_port)] if nodes else []
+                config = node_config(
+                    tmp_path / f"n{i}", peers=peers, gossip_interval=0.3, neighbourhood_size=1
+                )
+                nodes.append(await start_node(nursery, config))
+            await wait_for(
+                lambda: all(len(node.peers) == 3 and node.depth() == 1 for node in nodes), timeout=60
+            )
+            uploader = nodes[0]
+            async with httpx.AsyncClient(timeout=90) as client:
+                response = await client.post(f"http://127.0.0.1:{uploader.api_port}/bytes", content=data)
+            assert response.status_code == 201
+            doc = response.json()
+            assert doc["reference"] == reference.hex()
+            tag = doc["tag"]
+            assert tag["without_receipt"] == 0 and tag["synced"] == tag["split"] == doc["chunks"]
+            assert response.headers["swarm-tag"] == str(tag["uid"])
+            far = [c for c in file_chunks if c.address[0] >> 7 == 1]
+            status = uploader.statistics().reserve
+            assert status.pending_push == 0
+            assert status.receipts == len(far) and status.own_receipts == len(file_chunks) - len(far)
+            for chunk in far:
+                storers = [n for n in nodes[2:] if n.store.has(chunk.address)]
+                assert storers, chunk.address.hex()
+            assert nodes[2].pushsync.stored + nodes[3].pushsync.stored >= len(far)
+            nursery.cancel_scope.cancel()
