@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ import pytest
 from swarm.sim import add_sim_parser
 from swarm.sim.grid import GridKey, SimParams
 from swarm.sim.plots import PLOTS
-from swarm.sim.report import mean_interval
+from swarm.sim.report import FAILED_NOTE, METRICS, mean_interval
 from swarm.sim.simulate import NODE_COLUMNS, RUN_COLUMNS, simulate
 
 pytestmark = pytest.mark.spark
@@ -61,6 +63,7 @@ class Tables:
 @dataclass
 class Outputs:
     cli: Path  # local[2], 3 partitions, through the command
+    printed: str  # what the command printed on stdout
     one_per_key: Path  # local[1], one partition per key
     single: Path  # local[1], 1 partition
     tables: dict[Path, Tables]
@@ -91,7 +94,9 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
     args = parser.parse_args(
         ["sim", *ARGV, "--master", "local[2]", "--partitions", "3", "--out", str(base / "cli")]
     )
-    assert args.func(args) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert args.func(args) == 0
     # 2. the same grid on local[1] with other partitionings, and once with another seed
     spark = start_session("local[1]")
     try:
@@ -115,7 +120,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
         tables = {d: _read(spark, d) for d in dirs}
     finally:
         spark.stop()
-    yield Outputs(base / "cli", outs["one_per_key"], outs["single"], tables)
+    yield Outputs(base / "cli", printed.getvalue(), outs["one_per_key"], outs["single"], tables)
 
 
 def test_files_are_written(outputs: Outputs) -> None:
@@ -154,6 +159,20 @@ def test_files_are_written(outputs: Outputs) -> None:
     assert run["spark"]["partitions"] == 3
     assert set(run["versions"]) == {"python", "pyspark", "swarm"}
     assert run["grid_keys"] == len(SIZES) * RUNS * len(STRATEGIES)
+
+
+def test_the_command_prints_the_compact_table_and_explains_failed(outputs: Outputs) -> None:
+    lines = outputs.printed.splitlines()
+    compact = [m.header for m in METRICS if m.compact]
+    header = "| N | strategy | runs | " + " | ".join(compact) + " |"
+    assert lines[0] == header and len(compact) < len(METRICS)  # not the full table
+    rows = lines[2 : 2 + len(SIZES) * len(STRATEGIES)]
+    assert [r.split(" | ")[:2] for r in rows] == [[f"| {n}", s] for n in SIZES for s in STRATEGIES]
+    assert "±" not in outputs.printed  # means only; the intervals are in summary.md
+    assert FAILED_NOTE in lines and "summary.md" in outputs.printed
+    assert all(len(line) <= 160 for line in lines[: 2 + len(rows)])  # no wrapping on a wide terminal
+    md = (outputs.cli / "summary.md").read_text()
+    assert "±" in md and all(m.header in md for m in METRICS) and FAILED_NOTE in md
 
 
 def test_parquet_schemas_are_as_documented(outputs: Outputs) -> None:
