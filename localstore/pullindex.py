@@ -5,7 +5,8 @@ entry of bin ID ``n`` of bin ``b`` is at byte ``(n - 1) * ENTRY_SIZE`` of the fi
 (two decimal digits). An entry is ``address (32) || slot (6) || length (2)``, integers
 big-endian: which chunk got that bin ID, and where its data is in the chunk file
 (localstore/chunkfile.py). A chunk found damaged and dropped leaves a *hole*: its entry's slot
-field is all ones (``HOLE_SLOT``) and its address all zeros.
+field is all ones (``HOLE_SLOT``); its address stays, because the bin's log
+(localstore/binlog.py) keeps a leaf for every bin ID ever given out.
 
 These files are the store's record of which chunks it holds; the address index
 (localstore/addressindex.py) is derived from them. Entries are written before the LevelDB batch
@@ -30,7 +31,7 @@ SLOT_BYTES = 6
 LENGTH_BYTES = 2
 ENTRY_SIZE = ADDRESS_SIZE + SLOT_BYTES + LENGTH_BYTES
 HOLE_SLOT = 2 ** (8 * SLOT_BYTES) - 1
-_HOLE = bytes(ADDRESS_SIZE) + HOLE_SLOT.to_bytes(SLOT_BYTES, "big") + bytes(LENGTH_BYTES)
+_HOLE_FIELDS = HOLE_SLOT.to_bytes(SLOT_BYTES, "big") + bytes(LENGTH_BYTES)
 READ_BLOCK = 512
 """Entries read per pread when iterating a range (20 KiB)."""
 
@@ -123,6 +124,11 @@ class PullIndex:
         for fd in fds.values():
             os.close(fd)
 
+    def sync(self) -> None:
+        """Flush every file to the disk (callable from another thread: it only flushes)."""
+        for fd in list(self._fds.values()):
+            os.fdatasync(fd)
+
     def append(self, bin: int, first_bin_id: int, entries: Sequence[bytes]) -> None:
         """Write encoded ``entries`` (see encode_entry) for bin IDs from ``first_bin_id`` on."""
         if not entries:
@@ -135,8 +141,23 @@ class PullIndex:
             buffer, offset = buffer[written:], offset + written
 
     def punch(self, bin: int, bin_id: int) -> None:
-        """Turn the entry of ``bin_id`` into a hole."""
-        os.pwrite(self._fd(bin), _HOLE, (bin_id - 1) * ENTRY_SIZE)
+        """Turn the entry of ``bin_id`` into a hole, keeping its address."""
+        os.pwrite(self._fd(bin), _HOLE_FIELDS, (bin_id - 1) * ENTRY_SIZE + ADDRESS_SIZE)
+
+    def addresses(self, bin: int, start: int, end: int) -> list[tuple[bytes, bool]]:
+        """``(address, hole)`` of every bin ID ``start..end`` (``end`` at most the cursor), holes
+        included: what the bin's log is made of (localstore/binlog.py)."""
+        if end < start:
+            return []
+        count = end + 1 - start
+        raw = os.pread(self._fd(bin), count * ENTRY_SIZE, (start - 1) * ENTRY_SIZE)
+        if len(raw) != count * ENTRY_SIZE:
+            raise StoreCorrupt(self._directory, f"{pull_file_name(bin)} ends before bin ID {end}")
+        hole = _HOLE_FIELDS[:SLOT_BYTES]
+        return [
+            (raw[at : at + ADDRESS_SIZE], raw[at + ADDRESS_SIZE : at + ADDRESS_SIZE + SLOT_BYTES] == hole)
+            for at in range(0, len(raw), ENTRY_SIZE)
+        ]
 
     def read(self, bin: int, start: int, end: int) -> Iterator[PullEntry]:
         """Yield the entries of bin IDs ``start..end`` (inclusive, ``1 <= start``, ``end`` at most

@@ -7,6 +7,7 @@ A store directory holds four kinds of files, each written by the module named:
     ADDRESSES       address -> slot, length, bin ID, a hash file derived from the pull index
                     (localstore/addressindex.py)
     LevelDB files   the metadata, the bins' cursors and other components' state (this module)
+    TREE-00..31     each bin's Merkle log over its pull index, derived (localstore/binlog.py)
 
 LevelDB key layout (every key starts with a one-byte namespace; integers big-endian)::
 
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 import plyvel
 
 from localstore.addressindex import AddressIndex, IndexEntry
+from localstore.binlog import BinLogs
 from localstore.chunkfile import ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
 from localstore.errors import StoreCorrupt, UnsupportedStoreVersion
@@ -70,12 +72,14 @@ class StoreFiles:
     lock_fd: int
     cursors: list[int]
     epoch: int
+    logs: BinLogs | None = None  # None: the store keeps no bin logs (--provable-sync off)
 
     @classmethod
-    def open(cls, path: str, overlay: bytes) -> StoreFiles:
+    def open(cls, path: str, overlay: bytes, *, logs: bool = True) -> StoreFiles:
         """Claim and lock the directory, open its LevelDB (creating the store if it is new) and
-        files, cut off uncommitted tails and rebuild the address index if it was not closed
-        cleanly. Raises a StoreError subclass naming the problem, leaving nothing open."""
+        files, cut off uncommitted tails and rebuild the address index (and the bin logs) if it
+        was not closed cleanly. Raises a StoreError subclass naming the problem, leaving nothing
+        open."""
         lock_fd = claim_directory(path, overlay)
         db: plyvel.DB | None = None
         chunk_file: ChunkFile | None = None
@@ -86,14 +90,19 @@ class StoreFiles:
             cursors = _load_cursors(db, path)
             chunk_file = ChunkFile(path, sum(cursors))
             pull_index = PullIndex(path, cursors)
-            index = AddressIndex.open(path, sum(cursors)) or _build_index(path, pull_index, cursors)
+            index = AddressIndex.open(path, sum(cursors))
+            unclean = index is None
+            if index is None:
+                index = _build_index(path, pull_index, cursors)
+            # -- provable streams (issue 16): the bin logs are rebuilt whenever the index is
+            bin_logs = BinLogs(path, pull_index, cursors, rebuild=unclean) if logs else None
         except BaseException:
             for opened in (pull_index, chunk_file, db):
                 if opened is not None:
                     opened.close()
             os.close(lock_fd)
             raise
-        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch)
+        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch, bin_logs)
 
     def release(self) -> None:
         """Close everything, marking the address index clean, then drop the directory lock last
@@ -104,6 +113,8 @@ class StoreFiles:
             self.db.close()
             self.chunk_file.close()
             self.pull_index.close()
+            if self.logs is not None:
+                self.logs.close()
             os.close(self.lock_fd)
 
 
