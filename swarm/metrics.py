@@ -72,6 +72,11 @@ class NodeCollector(Collector):
             "inbound connections closed at once because too many greetings were under way",
             value=stats.turned_away,
         )
+        yield CounterMetricFamily(
+            "swarm_equivocations",
+            "single-owner chunks signed twice with different content (both kept as evidence)",
+            value=stats.equivocations,
+        )
         records = CounterMetricFamily(
             "swarm_peer_records",
             "gossiped peer records: received, rejected (bad signature or network), rate_limited "

@@ -39,6 +39,7 @@ from swarm.peer import Peer
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
 from swarm.statistics import NodeStatistics, collect_statistics
+from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
 from syncer.puller import Puller, SyncRule
@@ -112,7 +113,10 @@ class Node:
         self.store = LocalStore(self.data_dir / "localstore", self.overlay)
         self.verifier = ChunkVerifier(config.verify_workers)
         self.transfers = Transfers()
-        self.intake = ChunkIntake(self.store, verifier=self.verifier, stored=self.transfers.stored)
+        self.equivocations = EquivocationLog(self.store)
+        self.intake = ChunkIntake(
+            self.store, verifier=self.verifier, stored=self.transfers.stored, evidence=self.equivocations
+        )
         self.puller = Puller(IntervalStore(self.store), rule=self.sync_rule, config=config.puller)
         self.table = PeerTable(
             self.overlay,
@@ -336,4 +340,5 @@ class Node:
                 "rate_limited": self.gossip.rate_limited,
                 "refused": self.addresses_refused,
             },
+            equivocations=self.equivocations.count,
         )

@@ -55,6 +55,7 @@ class NodeStatistics:
     handshakes_refused: int
     turned_away: int  # inbound connections closed at once: too many greetings under way
     gossip: dict[str, int]  # peer records: received, rejected (bad), rate_limited, refused (not kept)
+    equivocations: int  # single-owner chunks signed twice with different content, seen here
     retrieval: RetrievalStatistics
     table: TableSnapshot
     strategy: str
@@ -77,6 +78,7 @@ def collect_statistics(
     strategy: str,
     saturation: int,
     gossip: dict[str, int],
+    equivocations: int,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -105,6 +107,7 @@ def collect_statistics(
         handshakes_refused=sessions.handshakes_refused,
         turned_away=sessions.turned_away,
         gossip=gossip,
+        equivocations=equivocations,
         retrieval=retrieval.statistics(),
         table=table.snapshot(),
         strategy=strategy,

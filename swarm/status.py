@@ -119,6 +119,7 @@ def loss_totals(stats: NodeStatistics) -> dict[str, int]:
     totals["violations"] = stats.violations
     totals["handshakes_refused"] = stats.handshakes_refused
     totals["turned_away"] = stats.turned_away
+    totals["equivocations"] = stats.equivocations
     for name, value in stats.gossip.items():
         totals[f"peer_records_{name}"] = value
     return totals

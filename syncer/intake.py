@@ -3,15 +3,24 @@
 Synced deliveries, chunks fetched again by a direct request and uploads all come in here:
 verified (inline, or in batches on the verifier's worker processes), stored, and reported to the
 transfers, so that every batch waiting for a chunk learns that it arrived, whoever brought it.
+
+A chunk at an address already stored keeps the stored one. If both are single-owner chunks of
+one owner wrapping different content, that is an equivocation: the pair is kept as evidence
+(`syncer.evidence`), counted and logged, never silently dropped and never overwritten.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from localstore import Chunk
+from localstore import Chunk, ChunkDamaged, ChunkNotFound
+from localstore.soc import equivocation
+from syncer.evidence import EquivocationLog
 from syncer.verifier import ChunkVerifier, Verdicts
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ChunkIntake", "ChunkSink"]
 
@@ -23,6 +32,8 @@ class ChunkSink(Protocol):
 
     def has(self, address: bytes) -> bool: ...
 
+    def get(self, address: bytes) -> Chunk: ...
+
 
 class ChunkIntake:
     """Verify, store, tell the transfers."""
@@ -33,10 +44,12 @@ class ChunkIntake:
         *,
         verifier: ChunkVerifier | None = None,
         stored: Callable[[Iterable[bytes]], None] = lambda addresses: None,
+        evidence: EquivocationLog | None = None,
     ) -> None:
         self._store = store
         self.verifier = verifier or ChunkVerifier()  # without workers: verifies inline
         self._stored = stored
+        self.evidence = evidence
 
     def has(self, address: bytes) -> bool:
         return self._store.has(address)
@@ -53,8 +66,31 @@ class ChunkIntake:
         an invalid one raises `InvalidChunk` before anything is stored.
         """
         new = self._store.put_many(chunks, verified=verified)
+        if new < len(chunks) and self.evidence is not None:
+            self._check_repeats(chunks)
         self._stored(chunk.address for chunk in chunks)
         return new
+
+    def _check_repeats(self, chunks: list[Chunk]) -> None:
+        """Chunks that were stored already: same data, or an equivocation to keep."""
+        assert self.evidence is not None
+        for chunk in chunks:
+            try:
+                stored = self._store.get(chunk.address).data
+            except (ChunkNotFound, ChunkDamaged):
+                continue
+            if stored == chunk.data:
+                continue
+            pair = equivocation(chunk.address, stored, chunk.data)
+            if pair is not None:
+                record = self.evidence.record(chunk.address, stored, chunk.data)
+                log.warning(
+                    "equivocation #%d: owner %s signed two contents at %s; kept the first, "
+                    "both kept as evidence",
+                    record.sequence,
+                    pair[0].owner.hex(),
+                    chunk.address.hex(),
+                )
 
     async def verify(self, chunks: list[Chunk]) -> Verdicts:
         """Start verifying a batch (on a worker if there is one); await `wait()` for the verdicts."""

@@ -60,6 +60,9 @@ class MemoryStore:
     def has(self, address: bytes) -> bool:
         return address in self.chunks
 
+    def get(self, address: bytes) -> Chunk:
+        return Chunk(address, self.chunks[address])
+
 
 @dataclass
 class FakeConnection:
