@@ -189,6 +189,11 @@ class BinLogs:
             for begin, end in audit_path_ranges(index, size)
         ]
 
+    def entries(self, bin: int, start: int, end: int) -> list[tuple[bytes, bool]]:
+        """``(address, hole)`` of bin IDs ``start..end``: the leaves an offer of them carries."""
+        self._check(bin, end)
+        return self._pull_index.addresses(bin, start, end)
+
     def leaf(self, bin: int, bin_id: int) -> tuple[bytes, bool]:
         """The address of ``bin_id`` and whether it is a hole."""
         self._check(bin, bin_id)

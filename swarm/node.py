@@ -36,6 +36,8 @@ from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
 from streamer.requests import RequestTable
 from swarm.gossip import Gossip
 from swarm.peer import Peer
+from swarm.proofs import MODES as PROVABLE_MODES
+from swarm.proofs import NodeProofs
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
 from swarm.statistics import NodeStatistics, collect_statistics
@@ -87,6 +89,7 @@ class NodeConfig:
     # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
     # 0: verify in the node's own process
     verify_workers: int = 0
+    provable_sync: str = "verify"  # provable streams (issue 16): off | sign | verify (swarm/proofs.py)
 
 
 class Node:
@@ -96,6 +99,8 @@ class Node:
         get_strategy(config.strategy)  # fail early on a bad name
         if config.channel not in CHANNELS:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {config.channel!r}")
+        if config.provable_sync not in PROVABLE_MODES:
+            raise ValueError(f"provable sync must be one of {', '.join(PROVABLE_MODES)}")
         self.config = config
         self.sync_rule = sync_rule
         self.data_dir = Path(config.data_dir)
@@ -110,7 +115,10 @@ class Node:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.identity: NodeIdentity = load_or_create_identity(self.data_dir / "node.key")
         self.overlay: bytes = self.identity.overlay(config.network_id)
-        self.store = LocalStore(self.data_dir / "localstore", self.overlay)
+        # -- provable streams (issue 16): bin logs in the store, states, proofs and receipts
+        logs = NodeProofs.keeps_logs(config.provable_sync)
+        self.store = LocalStore(self.data_dir / "localstore", self.overlay, logs=logs)
+        self.proofs = NodeProofs(config.provable_sync, self.identity, self.overlay, self.store)
         self.verifier = ChunkVerifier(config.verify_workers)
         self.transfers = Transfers()
         self.equivocations = EquivocationLog(self.store)
@@ -251,11 +259,14 @@ class Node:
             fetch=partial(requests.retrieve, conn, hop_limit=0, timeout=timeout),
             completed=partial(self.puller.record, overlay),
             config=self.config.puller,
+            verifying=self.proofs.verifying(overlay, conn.remote.public_key, conn.remote.epoch),
         )
         return Peer(
             conn,
             min(proximity(self.overlay, overlay), MAX_PO),
-            upstream=Upstream(conn, self.store, live_idle=self.config.live_idle),
+            upstream=Upstream(
+                conn, self.store, live_idle=self.config.live_idle, provable=self.proofs.provable()
+            ),
             client=client,
             requests=requests,
             on_retrieve_request=self.retrieval.on_request,

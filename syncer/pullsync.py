@@ -13,6 +13,12 @@ most `max_incomplete` batches per stream wait for their chunks, which bounds mem
 backlog. Deliveries go to this peer's `DeliveryIntake`, which verifies and stores them through
 the node's `ChunkIntake`. Stopping a stream (cancelling its `sync`) unsubscribes; a new `sync`
 of the same stream waits until the upstream acknowledged that and the old batches completed.
+
+Verifying provable streams (`Verifying`, docs/protocol.md 8.5), a `sync` first makes sure the
+session holds the upstream's signed state its stream is anchored to (a live stream: the state
+at ``start - 1``; a historical one: at ``end``), asking for it with a `StateRequest` (one per bin
+at a time); the states it accepts are persisted, and when a batch completes the client signs a
+`Receipt` for the range it has taken over and sends it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from streamer.messages import (
     GoodbyeCode,
     Message,
     OfferedHashes,
+    ProvenOffer,
+    StateReply,
     Subscribe,
     Unsubscribe,
     Unsubscribed,
@@ -42,9 +50,14 @@ from streamer.messages import (
 )
 from streamer.outbox import Priority
 from streamer.requests import RetrieveFailed
+from streamer.states import StateSigner
 from syncer.batches import CompletedBatch
 from syncer.deliveries import DeliveryIntake
 from syncer.intake import ChunkIntake
+from syncer.intervals import Intervals
+from syncer.proof_store import ProofStore
+from syncer.provable import ProvenLogs, StateAccepted, StateSuperseded
+from syncer.receipts import take_over
 from syncer.session import (
     ChunkArrived,
     CursorsReceived,
@@ -57,7 +70,7 @@ from syncer.session import (
 from syncer.stats import PeerStats
 from syncer.transfers import Transfers
 
-__all__ = ["Completed", "Fetch", "PullSyncClient", "PullerConfig", "SyncConnection"]
+__all__ = ["Completed", "Fetch", "PullSyncClient", "PullerConfig", "SyncConnection", "Verifying"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +91,28 @@ class PullerConfig:
     batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
     cursor_timeout: float = 30.0
     cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag
+
+
+@dataclass(frozen=True)
+class Verifying:
+    """What verifying provable streams needs: the upstream's logs as this connection knows them,
+    this node's signer (receipts) and where accepted states and taken-over ranges are kept."""
+
+    logs: ProvenLogs
+    signer: StateSigner
+    proofs: ProofStore
+
+
+@dataclass
+class _Batch:
+    """What a receipt for a verified batch needs once it completes."""
+
+    end: int
+    root: bytes
+    holes: list[tuple[int, bytes]]  # (bin ID, address) of the entries the upstream could not deliver
+
+
+StateEvent = StateAccepted | StateSuperseded
 
 
 class SyncConnection(Protocol):
@@ -108,10 +143,14 @@ class PullSyncClient:
         completed: Completed,
         config: PullerConfig | None = None,
         clock: Callable[[], float] = time.time,
+        verifying: Verifying | None = None,
     ) -> None:
         self.conn = conn
         self.overlay = conn.overlay
-        self.session = DownstreamSession(conn.overlay, handshake_epoch)
+        self.epoch = handshake_epoch
+        self.verifying = verifying
+        logs = verifying.logs if verifying else None
+        self.session = DownstreamSession(conn.overlay, handshake_epoch, logs=logs)
         self.transfers = transfers
         self.intake = intake
         self.stats = stats
@@ -123,6 +162,12 @@ class PullSyncClient:
         self._offers: dict[StreamKey, trio.MemorySendChannel[OfferReceived]] = {}
         self._cursors: trio.MemorySendChannel[CursorsReceived] | None = None
         self._progress = trio.lowlevel.ParkingLot()  # woken by completions, acks, streams ending
+        self._state_locks: dict[int, trio.Lock] = {}
+        self._state_waiters: dict[int, trio.MemorySendChannel[StateEvent]] = {}
+        self._batches: dict[tuple[int, bool, int], _Batch] = {}  # verified batches not complete yet
+        self._taken: dict[int, Intervals] = {}
+        self._equivocations = 0
+        self.receipts_sent = 0
         transfers.attach(self.overlay, self)
 
     def close(self) -> None:
@@ -154,6 +199,7 @@ class PullSyncClient:
         """Pull one stream; see the module docstring."""
         key = (bin, live)
         await self._wait_until(lambda: not self._busy(key), f"{stream_name(*key)} to be free again")
+        await self._anchor(bin, start - 1 if live else end, live)
         send, receive = trio.open_memory_channel[OfferReceived](OFFER_WINDOW)
         self._offers[key] = send
         priority = Priority.of_stream(live)
@@ -179,6 +225,30 @@ class PullSyncClient:
                 self.conn.start_soon(self.conn.send, Unsubscribe(bin, live), priority)
             self._progress.unpark_all()
 
+    async def _anchor(self, bin: int, size: int, live: bool) -> None:
+        """Make sure the session holds the upstream's state at ``size`` (and, for a live stream,
+        its frontier), asking for it if need be."""
+        logs = self.session.logs
+        if logs is None:
+            return
+        lock = self._state_locks.setdefault(bin, trio.Lock())
+        async with lock:
+            while not logs.holds(bin, size, frontier=live):
+                await self._ask_state(bin, size)
+
+    async def _ask_state(self, bin: int, size: int) -> StateEvent:
+        request = self.session.request_state(bin, size)
+        send, receive = trio.open_memory_channel[StateEvent](1)
+        self._state_waiters[bin] = send
+        try:
+            await self.conn.send(request, Priority.RETRIEVAL)
+            timeout = self.config.cursor_timeout
+            with trio.move_on_after(timeout):
+                return await receive.receive()
+            raise RemoteProtocolError(f"no state of bin {bin} at {size} within {timeout:g}s")
+        finally:
+            del self._state_waiters[bin]
+
     def _busy(self, key: StreamKey) -> bool:
         """A sync of the stream runs, its Unsubscribed is pending, or batches it left are open."""
         return key in self._offers or self.session.active(key) or self._incomplete(key) > 0
@@ -186,7 +256,7 @@ class PullSyncClient:
     def open_batches(self) -> int:
         return self.transfers.open_batches(self.overlay)
 
-    async def _answer(self, offer: OfferedHashes, priority: Priority) -> None:
+    async def _answer(self, offer: OfferedHashes | ProvenOffer, priority: Priority) -> None:
         wanted = self.transfers.offer(self.overlay, offer, self.intake.has)
         want = WantedHashes.from_indices(offer.bin, offer.live, offer.start, offer.end, wanted)
         self.session.send(want)
@@ -211,7 +281,9 @@ class PullSyncClient:
 
     # -- messages from the upstream (the connection's reader) -------------------------------
 
-    async def receive(self, msg: CursorsReply | OfferedHashes | Unsubscribed | ChunkDelivery) -> None:
+    async def receive(
+        self, msg: CursorsReply | OfferedHashes | ProvenOffer | StateReply | Unsubscribed | ChunkDelivery
+    ) -> None:
         """Judge a message through the session and act on it; waits only while this peer's
         delivery intake is full (which stops the reader: backpressure)."""
         try:
@@ -219,12 +291,20 @@ class PullSyncClient:
         except RemoteProtocolError as exc:
             if exc.code == GoodbyeCode.UNSOLICITED_DELIVERY:
                 self.stats.add("unsolicited", 1, self.clock())
+            self._keep_evidence()
             raise
         if isinstance(event, ChunkArrived):
             await self.deliveries.put(Chunk(event.address, event.delivery.data))
         elif isinstance(event, OfferReceived):
+            self._verified(event)
             # cannot block: the session allows at most OFFER_WINDOW unanswered offers
             self._offers[(event.offer.bin, event.offer.live)].send_nowait(event)
+        elif isinstance(event, StateAccepted | StateSuperseded):
+            if isinstance(event, StateAccepted) and event.latest and self.verifying is not None:
+                self.verifying.proofs.accept(self.overlay, event.state)
+            state_waiter = self._state_waiters.get(event.state.bin)
+            assert state_waiter is not None, "the session saw our request"
+            state_waiter.send_nowait(event)
         elif isinstance(event, CursorsReceived):
             waiter, self._cursors = self._cursors, None
             assert waiter is not None, "the session saw our request"
@@ -233,10 +313,55 @@ class PullSyncClient:
             self._progress.unpark_all()
         # OfferCrossed: it crossed our Unsubscribe; the upstream has forgotten it
 
+    # -- provable streams --------------------------------------------------------------------
+
+    def _verified(self, event: OfferReceived) -> None:
+        """A verified offer: keep what its receipt needs, persist a live offer's state."""
+        offer = event.offer
+        if self.verifying is None or event.root is None or not isinstance(offer, ProvenOffer):
+            return
+        holes = [(offer.start + i, offer.hashes[i]) for i in offer.hole_indices()]
+        self._batches[(offer.bin, offer.live, offer.start)] = _Batch(offer.end, event.root, holes)
+        if offer.state is not None:
+            self.verifying.proofs.accept(self.overlay, offer.state)
+
+    def _keep_evidence(self) -> None:
+        """Persist the equivocations the session found (before the peer is dropped for them)."""
+        logs = self.session.logs
+        if logs is None or self.verifying is None:
+            return
+        for found in logs.equivocations[self._equivocations :]:
+            self.verifying.proofs.record_equivocation(
+                self.overlay, logs.public_key, found.first, found.second
+            )
+        self._equivocations = len(logs.equivocations)
+
+    def _send_receipt(self, done: CompletedBatch) -> None:
+        """Sign and send the receipt for what this node has taken over, ending with the batch."""
+        batch = self._batches.pop((done.bin, done.live, done.start), None)
+        if batch is None or self.verifying is None:
+            return
+        proofs = self.verifying.proofs
+        taken = self._taken.get(done.bin)
+        if taken is None:
+            taken = self._taken[done.bin] = proofs.taken(self.overlay, self.epoch, done.bin)
+        missing = [bin_id for bin_id, address in batch.holes if not self.intake.has(address)]
+        first = take_over(taken, done.start, batch.end, missing)
+        proofs.put_taken(self.overlay, self.epoch, done.bin, taken)
+        if first is None:
+            return
+        receipt = self.verifying.signer.receipt(
+            self.overlay, done.bin, self.epoch, first, batch.end, batch.root
+        )
+        self.session.send(receipt)
+        self.conn.start_soon(self.conn.send, receipt, Priority.of_stream(done.live))
+        self.receipts_sent += 1
+
     # -- the transfers' callbacks -----------------------------------------------------------
 
     def batch_completed(self, done: CompletedBatch) -> None:
         self._completed(done.bin, done.start, done.end)
+        self._send_receipt(done)
         self._progress.unpark_all()
 
     def fetch_soon(self, address: bytes) -> None:

@@ -423,12 +423,13 @@ def test_any_flipped_bit_of_a_proven_offer_is_refused(data: st.DataObject) -> No
         part = data.draw(st.sampled_from(["root", "signature"]))
         value = getattr(o.state, part)
         bit = data.draw(st.integers(0, len(value) * 8 - 1))
-        bad = dataclasses.replace(o, state=dataclasses.replace(o.state, **{part: flip(value, bit)}))
+        bad = dataclasses.replace(o, state=dataclasses.replace(o.state, **{part: flip(value, bit)}))  # type: ignore[arg-type]
     else:
         items = getattr(o, name)
         i = data.draw(st.integers(0, len(items) - 1))
         bit = data.draw(st.integers(0, 255))
-        bad = dataclasses.replace(o, **{name: (*items[:i], flip(items[i], bit), *items[i + 1 :])})
+        changed: tuple[bytes, ...] = (*items[:i], flip(items[i], bit), *items[i + 1 :])
+        bad = dataclasses.replace(o, **{name: changed})  # type: ignore[arg-type]
     with pytest.raises(RemoteProtocolError) as info:
         s.receive(bad)
     assert info.value.code in (BAD_PROOF, GoodbyeCode.PROTOCOL_ERROR)  # PROTOCOL_ERROR: out of its bin
