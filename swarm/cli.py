@@ -87,6 +87,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         verify_workers=args.verify_workers,
         channel=args.channel,
         dial_networks=tuple(args.dial_allow),
+        provable_sync=args.provable_sync,
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -256,6 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="tls",
         help="tls (default): every connection is TLS 1.3, bound to the peers' identities; plain: no "
         "encryption, for measuring what TLS costs (a plain node only talks to plain nodes)",
+    )
+    p.add_argument(
+        "--provable-sync",
+        choices=("off", "sign", "verify"),
+        default="verify",
+        help="provable bin streams: verify (default) signs states of this node's bin logs and checks "
+        "every peer's proofs, signing receipts; sign serves them but pulls without checking; off keeps "
+        "no logs and serves plain streams (for measuring the cost; a verifying peer does not pull from it)",
     )
     p.set_defaults(func=cmd_node)
 

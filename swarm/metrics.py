@@ -77,6 +77,11 @@ class NodeCollector(Collector):
             "single-owner chunks signed twice with different content (both kept as evidence)",
             value=stats.equivocations,
         )
+        yield CounterMetricFamily(  # provable streams (issue 16)
+            "swarm_state_equivocations",
+            "states of a peer's bin log signed twice with different roots (both kept as evidence)",
+            value=stats.proofs.equivocations if stats.proofs else 0,
+        )
         records = CounterMetricFamily(
             "swarm_peer_records",
             "gossiped peer records: received, rejected (bad signature or network), rate_limited "

@@ -352,4 +352,5 @@ class Node:
                 "refused": self.addresses_refused,
             },
             equivocations=self.equivocations.count,
+            proofs=self.proofs.snapshot(),
         )

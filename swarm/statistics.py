@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
+from streamer.messages import BIN_COUNT, SignedState
+from swarm.proofs import ProofsSnapshot
 from swarm.retrieval import Retrieval, RetrievalStatistics
 from swarm.sessions import Disconnection, Sessions
+from syncer.provable import ProvenLogs
 from syncer.puller import Puller, PullerStatistics
 from syncer.verifier import ChunkVerifier
 
@@ -60,6 +63,10 @@ class NodeStatistics:
     table: TableSnapshot
     strategy: str
     saturation: int
+    # -- provable streams (issue 16): the proofs' counters, and per peer and bin the latest state
+    # of its log this node verified (verify mode)
+    proofs: ProofsSnapshot | None = None
+    states: dict[bytes, dict[int, SignedState]] | None = None
 
     @property
     def depth(self) -> int:
@@ -79,6 +86,7 @@ def collect_statistics(
     saturation: int,
     gossip: dict[str, int],
     equivocations: int,
+    proofs: ProofsSnapshot | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -108,8 +116,17 @@ def collect_statistics(
         turned_away=sessions.turned_away,
         gossip=gossip,
         equivocations=equivocations,
+        proofs=proofs,
+        states={peer.overlay: _verified_states(peer.client.session.logs) for peer in peers},
         retrieval=retrieval.statistics(),
         table=table.snapshot(),
         strategy=strategy,
         saturation=saturation,
     )
+
+
+def _verified_states(logs: ProvenLogs | None) -> dict[int, SignedState]:
+    """The latest state of each bin accepted from a peer (none when not verifying)."""
+    if logs is None:
+        return {}
+    return {bin: state for bin in range(BIN_COUNT) if (state := logs.latest(bin)) is not None}

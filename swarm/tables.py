@@ -62,8 +62,19 @@ def sync_status_text(doc: dict[str, Any]) -> str:
         for b in peer["bins"]:
             if b["cursor"] == 0 and not b["synced"]:
                 continue  # an empty bin says nothing
+            state = b.get("state")
+            proven = f"{state['size']} {state['root'][:12]} {state['signature']}" if state else "-"
             bin_rows.append(
-                [name, peer["po"], b["bin"], b["cursor"], ranges_text(b["synced"]), b["lag"], b["lag"] == 0]
+                [
+                    name,
+                    peer["po"],
+                    b["bin"],
+                    b["cursor"],
+                    ranges_text(b["synced"]),
+                    b["lag"],
+                    b["lag"] == 0,
+                    proven,
+                ]
             )
         stats = peer["stats"]
         changed = peer.get("last_change", {})
@@ -74,7 +85,17 @@ def sync_status_text(doc: dict[str, Any]) -> str:
         loss_rows.append(row)
     parts = [head]
     if bin_rows:
-        parts.append(table(["peer", "po", "bin", "cursor", "synced", "lag", "synced?"], bin_rows))
+        headers = [
+            "peer",
+            "po",
+            "bin",
+            "cursor",
+            "synced",
+            "lag",
+            "synced?",
+            "verified state (size root sig)",
+        ]
+        parts.append(table(headers, bin_rows))
     loss_headers = ["peer", "po", "offered", "wanted", "delivered"]
     for name_ in LOSS:
         loss_headers += [name_, "time"]
@@ -86,6 +107,16 @@ def sync_status_text(doc: dict[str, Any]) -> str:
     gone = doc.get("disconnected") or []
     if gone:
         parts.append("recent disconnections (newest first)\n" + disconnections_text(gone))
+    evidence = (doc.get("proofs") or {}).get("evidence") or []
+    if evidence:
+        rows = [
+            [e["upstream"][:12], e["bin"], e["size"], e["roots"][0][:12], e["roots"][1][:12]]
+            for e in evidence
+        ]
+        parts.append(
+            "states signed twice with different roots (portable proofs of misbehaviour)\n"
+            + table(["upstream", "bin", "size", "root", "other root"], rows)
+        )
     return "\n\n".join(parts)
 
 

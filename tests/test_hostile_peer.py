@@ -115,6 +115,7 @@ class HostilePeer:
         self.target_nonce: bytes | None = None  # what we must sign ours over (its Hello)
         self.target: Handshake | None = None
         self._unread: list[Message] = []  # read ahead by handshake(), handed out first
+        self.seen: list[Message] = []  # everything received, in order
         # as an upstream of provable streams (targets verify them by default): its bin log
         self.log = MemoryLog()
         self.signer = StateSigner(self.identity, self.identity.overlay(1))
@@ -192,6 +193,7 @@ class HostilePeer:
         while True:
             msg = self.decoder.next_message()
             if msg is not None:
+                self.seen.append(msg)
                 return msg
             data = await self.stream.receive_some(65536)
             if not data:
