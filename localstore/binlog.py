@@ -194,6 +194,20 @@ class BinLogs:
         self._check(bin, end)
         return self._pull_index.addresses(bin, start, end)
 
+    def find(self, bin: int, address: bytes) -> int | None:
+        """The last bin ID of ``bin`` whose entry names ``address`` (a hole's too), by a scan of
+        the pull index from its end: for proofs about chunks no longer indexed."""
+        last = self._frontiers[bin].size
+        step = 4096
+        while last > 0:
+            first = max(1, last - step + 1)
+            entries = self._pull_index.addresses(bin, first, last)
+            for offset in range(len(entries) - 1, -1, -1):
+                if entries[offset][0] == address:
+                    return first + offset
+            last = first - 1
+        return None
+
     def leaf(self, bin: int, bin_id: int) -> tuple[bytes, bool]:
         """The address of ``bin_id`` and whether it is a hole."""
         self._check(bin, bin_id)

@@ -267,6 +267,13 @@ class LocalStore:
             self._index.mark_stale()
             raise
 
+    def bin_id_of(self, address: bytes) -> int | None:
+        """The bin ID a stored chunk got (None: not stored), for proofs about it (swarm prove)."""
+        _check_address(address)
+        self._live()
+        entry = self._index.get(address)
+        return entry.bin_id if entry is not None else None
+
     def has(self, address: bytes) -> bool:
         _check_address(address)
         self._live()

@@ -25,6 +25,8 @@ from swarm.chunker import CorruptTree, file_size
 from swarm.files import Fetch, Upload, read_file, stream_file
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
+from swarm.proof_document import InclusionProof, proof_json
+from swarm.proofs import NotInLog
 from swarm.retrieval import ChunkUnavailable
 from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
@@ -38,8 +40,15 @@ class ChunkLookup(Protocol):
     def has(self, address: bytes) -> bool: ...
 
 
+class ProofSource(Protocol):
+    async def prove(self, address: bytes) -> InclusionProof: ...
+
+
 class Node(Protocol):
     """What the API uses of the node (the node implements it; tests may give a double)."""
+
+    @property
+    def proofs(self) -> ProofSource: ...
 
     @property
     def overlay(self) -> bytes: ...
@@ -53,6 +62,7 @@ class Node(Protocol):
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
 
     def statistics(self) -> NodeStatistics: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +160,14 @@ def build_app(node: Node) -> Starlette:
     async def sync(request: Request) -> Response:
         return JSONResponse(sync_document(node.statistics()))
 
+    async def proof(request: Request) -> Response:
+        """Provable streams (issue 16): the inclusion proof of a chunk in this node's bin log."""
+        try:
+            found = await node.proofs.prove(parse_address(request.path_params["address"]))
+        except NotInLog as exc:
+            return error(404, str(exc))
+        return JSONResponse(proof_json(found))
+
     async def bad_request(request: Request, exc: Exception) -> Response:
         return error(400, str(exc))
 
@@ -165,6 +183,7 @@ def build_app(node: Node) -> Starlette:
         Route("/sync", sync, methods=["GET"]),
         Route("/topology", topology, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/proofs/{address}", proof, methods=["GET"]),  # provable streams (issue 16)
     ]
     return Starlette(
         routes=routes,

@@ -336,6 +336,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sim_parser(sub)
 
+    from swarm.cli_proofs import add_proof_parsers  # provable streams (issue 16)
+
+    add_proof_parsers(sub)
+
     return parser
 
 

@@ -118,7 +118,9 @@ class Node:
         # -- provable streams (issue 16): bin logs in the store, states, proofs and receipts
         logs = NodeProofs.keeps_logs(config.provable_sync)
         self.store = LocalStore(self.data_dir / "localstore", self.overlay, logs=logs)
-        self.proofs = NodeProofs(config.provable_sync, self.identity, self.overlay, self.store)
+        self.proofs = NodeProofs(
+            config.provable_sync, self.identity, self.overlay, self.store, network_id=config.network_id
+        )
         self.verifier = ChunkVerifier(config.verify_workers)
         self.transfers = Transfers()
         self.equivocations = EquivocationLog(self.store)

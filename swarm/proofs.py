@@ -19,15 +19,20 @@ from dataclasses import dataclass
 from localstore import LocalStore
 from streamer.identity import NodeIdentity
 from streamer.states import StateSigner
+from swarm.proof_document import InclusionProof, ReceiptProof
 from syncer.proof_store import KeptReceipt, ProofStore, StateEquivocation
 from syncer.provable import ProvenLogs
 from syncer.pullsync import Verifying
 from syncer.signing import StateSigning
 from syncer.upstream import Provable
 
-__all__ = ["MODES", "NodeProofs", "ProofsSnapshot"]
+__all__ = ["MODES", "NodeProofs", "NotInLog", "ProofsSnapshot"]
 
 MODES = ("off", "sign", "verify")
+
+
+class NotInLog(LookupError):
+    """No entry of this node's logs names the address (or it keeps no logs)."""
 
 
 @dataclass(frozen=True)
@@ -41,11 +46,16 @@ class ProofsSnapshot:
 
 
 class NodeProofs:
-    def __init__(self, mode: str, identity: NodeIdentity, overlay: bytes, store: LocalStore) -> None:
+    def __init__(
+        self, mode: str, identity: NodeIdentity, overlay: bytes, store: LocalStore, *, network_id: int = 1
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"provable sync must be one of {', '.join(MODES)}, not {mode!r}")
         self.mode = mode
         self.overlay = overlay
+        self.network_id = network_id
+        self.public_key = identity.public_key
+        self.local = store
         self.store = ProofStore(store)
         self.signer = StateSigner(identity, overlay)
         self.signing = StateSigning(store, self.signer) if mode != "off" else None
@@ -66,6 +76,38 @@ class NodeProofs:
             return None
         logs = ProvenLogs(upstream, public_key, epoch, self.store.accepted(upstream, epoch))
         return Verifying(logs, self.signer, self.store)
+
+    async def prove(self, address: bytes) -> InclusionProof:
+        """The inclusion proof of ``address`` in this node's log: its entry, our signed state of
+        the bin at its current size, the audit path, and the receipts that cover the entry."""
+        signing, logs = self.signing, self.local.logs
+        if signing is None or logs is None:
+            raise NotInLog("this node keeps no bin logs (--provable-sync off)")
+        bin = self.local.bin_of(address)
+        bin_id = self.local.bin_id_of(address) or logs.find(bin, address)
+        if bin_id is None:
+            raise NotInLog(f"no entry of bin {bin}'s log names {address.hex()}")
+        size = logs.size(bin)
+        state = await signing.state(bin, size)
+        receipts = tuple(
+            ReceiptProof(
+                k.downstream, k.public_key, k.receipt, tuple(logs.audit_path(bin, bin_id - 1, k.receipt.end))
+            )
+            for k in self.store.receipts()
+            if k.receipt.bin == bin
+            and k.receipt.epoch == state.epoch
+            and k.receipt.start <= bin_id <= k.receipt.end <= size
+        )
+        return InclusionProof(
+            network_id=self.network_id,
+            overlay=self.overlay,
+            public_key=self.public_key,
+            address=address,
+            bin_id=bin_id,
+            state=state,
+            path=tuple(logs.audit_path(bin, bin_id - 1, size)),
+            receipts=receipts,
+        )
 
     def snapshot(self) -> ProofsSnapshot:
         signing = self.signing
