@@ -32,7 +32,7 @@ from localstore.merkle import (
     Frontier,
     audit_path_ranges,
     fold,
-    leaf_hash,
+    leaf_hashes,
     node_hash,
     range_nodes,
 )
@@ -128,13 +128,12 @@ class BinLogs:
 
     def _load_frontier(self, bin: int, size: int) -> Frontier:
         hashes = [self.node(bin, level, index, size=size) for level, index in range_nodes(0, size)]
-        return Frontier(size, hashes, on_node=self._collect)
+        return Frontier(size, hashes, on_node=self._collect, report_from=TREE_LEVEL)
 
     # -- appending ------------------------------------------------------------------------------
 
     def _collect(self, level: int, index: int, h: bytes) -> None:
-        if level >= TREE_LEVEL:
-            self._pending.append(h)
+        self._pending.append(h)
 
     def append(self, bin: int, first_bin_id: int, addresses: Sequence[bytes]) -> None:
         """Add the leaves of bin IDs ``first_bin_id, ...`` (just committed to the pull index)."""
@@ -145,8 +144,7 @@ class BinLogs:
             )
         pending = self._pending
         pending.clear()
-        for bin_id, address in enumerate(addresses, first_bin_id):
-            frontier.append_leaf(leaf_hash(bin_id, address))
+        frontier.append_leaves(leaf_hashes(first_bin_id, addresses))
         if pending:
             at = stored_nodes((first_bin_id - 1) >> TREE_LEVEL) * HASH_SIZE
             os.pwrite(self._fds[bin], b"".join(pending), at)
@@ -236,7 +234,7 @@ class BinLogs:
         last = first + BLOCK - 1
         last = min(last, self._frontiers[bin].size if size is None else size)
         entries = self._pull_index.addresses(bin, first, last)
-        leaves = [leaf_hash(bin_id, address) for bin_id, (address, _) in enumerate(entries, first)]
+        leaves = leaf_hashes(first, [address for address, _ in entries])
         if len(leaves) == BLOCK:  # only complete blocks: a partial one still grows
             self._blocks[key] = leaves
             if len(self._blocks) > BLOCK_CACHE:

@@ -7,7 +7,7 @@ other and none of them reaches into a running service.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
@@ -41,6 +41,7 @@ class ConnectionStatus:
     serving: tuple[tuple[int, bool], ...]  # streams (bin, live) the peer pulls from us
     offered: int  # hashes offered to it
     delivered: int  # chunks delivered to it
+    proof_bytes: dict[str, int] = field(default_factory=dict)  # provable streams (issue 16)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,7 @@ def collect_statistics(
             tuple(peer.upstream.subscriptions),
             peer.upstream.offered,
             peer.upstream.delivered,
+            dict(peer.upstream.proof_bytes, receipt_count=peer.upstream.receipts),
         )
         for peer in peers
     )

@@ -112,6 +112,7 @@ def _peer_status(
             "offered": conn.offered,
             "delivered": conn.delivered,
             "receipts": _receipts(stats, conn.overlay),
+            "proof_bytes": conn.proof_bytes,
         },
     }
 

@@ -34,7 +34,7 @@ from localstore.merkle import (
     Frontier,
     InvalidProof,
     consistency_proof_size,
-    leaf_hash,
+    leaf_hashes,
     range_nodes,
     verify_consistency,
 )
@@ -257,7 +257,7 @@ class ProvenLogs:
             raise LocalProtocolError(
                 f"proven offer of bin {msg.bin} on a stream we did not subscribe with proofs"
             )
-        leaves = [leaf_hash(bin_id, a) for bin_id, a in enumerate(msg.hashes, msg.start)]
+        leaves = leaf_hashes(msg.start, msg.hashes)
         return (
             self._check_live(msg, stream, leaves) if msg.live else self._check_historical(msg, stream, leaves)
         )
@@ -271,8 +271,7 @@ class ProvenLogs:
             raise LocalProtocolError(f"{where}: the stream no longer extends the latest state")
         self._check_signed(state)
         frontier = stream.frontier.copy()
-        for leaf in leaves:
-            frontier.append_leaf(leaf)
+        frontier.append_leaves(leaves)
         if frontier.root() != state.root:
             raise RemoteProtocolError(
                 f"{where}: its entries do not extend the state at {msg.start - 1} to the signed state at "
@@ -294,8 +293,7 @@ class ProvenLogs:
                 raise InvalidProof("only the first offer of a stream carries the frontier before it")
             else:
                 frontier = stream.frontier.copy()
-            for leaf in leaves:
-                frontier.append_leaf(leaf)
+            frontier.append_leaves(leaves)
             root_at_end = frontier.root()
             after = frontier.copy()
             if len(msg.right) != len(range_nodes(msg.end, stream.anchor)):

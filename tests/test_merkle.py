@@ -23,6 +23,7 @@ from localstore.merkle import (
     consistency_proof_size,
     fold,
     leaf_hash,
+    leaf_hashes,
     node_hash,
     range_nodes,
     root_from_range,
@@ -100,6 +101,14 @@ def test_frontier_root_is_rfc6962_mth(n: int, salt: int) -> None:
     assert len(completed) == 2 * n - n.bit_count()
     ends = [(index + 1) << level for level, index, _ in completed]
     assert ends == sorted(ends)
+    # the bulk path appends the same tree and reports the same subtrees from a level up
+    bulk_reported: list[tuple[int, int, bytes]] = []
+    bulk = Frontier(on_node=lambda level, index, h: bulk_reported.append((level, index, h)), report_from=2)
+    bulk.append_leaves(leaves[: n // 2])
+    bulk.append_leaves(leaves[n // 2 :])
+    assert (bulk.size, bulk.hashes) == (frontier.size, frontier.hashes)
+    assert bulk_reported == [c for c in completed if c[0] >= 2]
+    assert leaf_hashes(5, [bytes(32), b"\x01" * 32]) == [leaf_hash(5, bytes(32)), leaf_hash(6, b"\x01" * 32)]
 
 
 def test_frontier_refuses_a_misaligned_subtree_and_bad_sizes() -> None:
