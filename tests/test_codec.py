@@ -582,9 +582,12 @@ def test_example_frames_in_the_protocol_document_decode_and_reencode() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
     examples = doc.split("## 11. Example frames", 1)[1]
     frames = [bytes.fromhex(line) for line in examples.splitlines() if re.fullmatch(r"  [0-9a-f ]+", line)]
-    assert len(frames) == 10
+    assert len(frames) == 12
     for wire in frames:
         assert encode(decode(wire)) == wire
     assert decode(frames[0]) == Hello(bytes(range(32)))
     assert decode(frames[5]) == Unsubscribed(4, True)
     assert decode(frames[6]) == WantedHashes.from_indices(2, True, 10, 11, [0, 3, 9])
+    assert decode(frames[10]) == StateRequest(4, 300, 128)
+    offer = decode(frames[11])
+    assert isinstance(offer, ProvenOffer) and offer.hole_indices() == [1] and offer.right == (b"\xcc" * 32,)
