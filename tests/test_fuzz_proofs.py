@@ -71,7 +71,7 @@ def test_whatever_a_verifying_session_accepts_is_the_log(
             if step[0] == "reply":  # a state reply nobody may have asked for, or a wrong one
                 _, size, known, how = step
                 asked = logs.asking(BIN)
-                if not asked and how < 3 and int(size) <= CURSOR and not s.subscribed((BIN, True)):
+                if not asked and int(how) < 3 and int(size) <= CURSOR and not s.subscribed((BIN, True)):
                     request = s.request_state(BIN, int(size))
                     s.receive(state_reply(LOG, request, signed(LOG, request.size)))
                     continue
