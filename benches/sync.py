@@ -460,6 +460,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "channel": args.channel,
             "provable_sync": args.provable_sync,
             **proof_bytes(a_serving_b, args.chunks),
+            # B serving A (the reverse direction: A pulls every bin live from B)
+            "reverse_proof_bytes": next(
+                (p["serving"].get("proof_bytes", {}) for p in doc["peers"] if p["overlay"] == a.overlay), {}
+            ),
             "peak_rss_b_mb": round(rss_b, 1),
             "polls": watch.samples,
             "loadavg_before": load_before,
@@ -520,6 +524,8 @@ def main() -> None:
         line["ratios"] = [r["ratio"] for r in results]
         line["sync_rates"] = [r["sync_chunks_per_s"] for r in results]
         line["ratio_median"] = statistics.median(line["ratios"])
+        line["cpu_ratios"] = [r["cpu_ratio"] for r in results]
+        line["cpu_ratio_median"] = statistics.median(line["cpu_ratios"])
     print(json.dumps(line))
 
 
