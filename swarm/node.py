@@ -38,6 +38,7 @@ from swarm.gossip import Gossip
 from swarm.peer import Peer
 from swarm.proofs import MODES as PROVABLE_MODES
 from swarm.proofs import NodeProofs
+from swarm.repair import Repair
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
 from swarm.statistics import NodeStatistics, collect_statistics
@@ -157,6 +158,10 @@ class Node:
             backoff=Backoff(config.redial_min, config.redial_max),
         )
         self.gossip = Gossip(self.identity, config.network_id, self.learn, interval=config.gossip_interval)
+        self.repair = Repair(
+            lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
+        )
+        self.store.on_drop = self.repair.dropped
         self.retrieval = Retrieval(
             self.overlay,
             self.store.get,
@@ -193,6 +198,7 @@ class Node:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
+                nursery.start_soon(self.repair.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
@@ -354,5 +360,6 @@ class Node:
                 "refused": self.addresses_refused,
             },
             equivocations=self.equivocations.count,
+            repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
             proofs=self.proofs.snapshot(),
         )

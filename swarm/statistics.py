@@ -60,6 +60,7 @@ class NodeStatistics:
     turned_away: int  # inbound connections closed at once: too many greetings under way
     gossip: dict[str, int]  # peer records: received, rejected (bad), rate_limited, refused (not kept)
     equivocations: int  # single-owner chunks signed twice with different content, seen here
+    repairs: dict[str, int]  # damaged chunks fetched again from peers, or given up
     retrieval: RetrievalStatistics
     table: TableSnapshot
     strategy: str
@@ -87,6 +88,7 @@ def collect_statistics(
     saturation: int,
     gossip: dict[str, int],
     equivocations: int,
+    repairs: dict[str, int],
     proofs: ProofsSnapshot | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
@@ -118,6 +120,7 @@ def collect_statistics(
         turned_away=sessions.turned_away,
         gossip=gossip,
         equivocations=equivocations,
+        repairs=repairs,
         proofs=proofs,
         states={peer.overlay: _verified_states(peer.client.session.logs) for peer in peers},
         retrieval=retrieval.statistics(),

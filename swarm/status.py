@@ -176,6 +176,8 @@ def loss_totals(stats: NodeStatistics) -> dict[str, int]:
     totals["handshakes_refused"] = stats.handshakes_refused
     totals["turned_away"] = stats.turned_away
     totals["equivocations"] = stats.equivocations
+    totals["damaged_repaired"] = stats.repairs["repaired"]
+    totals["damaged_lost"] = stats.repairs["failed"]
     totals["state_equivocations"] = stats.proofs.equivocations if stats.proofs else 0
     for name, value in stats.gossip.items():
         totals[f"peer_records_{name}"] = value
