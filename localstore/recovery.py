@@ -94,13 +94,14 @@ def rebuild_index(
             CHUNK_FILE_NAME,
         )
         pull_index.sync()
-    log.info(
-        "store %s: rebuilt the address index of %d chunks in %.2f s (the store was not closed "
-        "cleanly, or lost writes)",
-        path,
-        len(index),
-        time.perf_counter() - started,
-    )
+    if len(index) or dropped:  # a new store's empty index is simply created: nothing to say
+        log.info(
+            "store %s: rebuilt the address index of %d chunks in %.2f s (the store was not closed "
+            "cleanly, or lost writes)",
+            path,
+            len(index),
+            time.perf_counter() - started,
+        )
     return index, len(dropped)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -27,13 +26,14 @@ from kademlia import PeerTable, get_strategy, sync_bins
 from kademlia.addresses import AddressBook, Backoff, DialPolicy, PeerAddress
 from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
-from localstore.cache import DEFAULT_CACHE_BYTES
 from pot import MAX_PO, proximity
 from streamer.channel import TlsCredentials
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
 from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
 from streamer.requests import RequestTable
+from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
+from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
 from swarm.peer import Peer
 from swarm.proofs import MODES as PROVABLE_MODES
@@ -46,52 +46,12 @@ from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
 from syncer.puller import Puller, SyncRule
-from syncer.pullsync import PullerConfig, PullSyncClient
+from syncer.pullsync import PullSyncClient
 from syncer.transfers import Transfers
 from syncer.upstream import Upstream
 from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
-
-# What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
-# coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
-DEFAULT_STRATEGY = "temperature"
-CHANNELS = ("tls", "plain")
-
-
-@dataclass(frozen=True)
-class NodeConfig:
-    """Everything a node needs to start. Port 0 picks a free port."""
-
-    data_dir: Path
-    host: str = "127.0.0.1"
-    port: int = 0
-    api_host: str = "127.0.0.1"
-    api_port: int | None = 0  # None: no HTTP API
-    peers: tuple[tuple[str, int], ...] = ()  # bootnodes
-    network_id: int = 1
-    strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
-    channel: str = "tls"  # "plain": no TLS under the protocol (to measure what TLS costs)
-    # networks (CIDR) whose addresses gossip may make this node dial; empty: loopback only for a
-    # node listening on loopback, else every address but loopback, link-local and multicast
-    dial_networks: tuple[str, ...] = ()
-    neighbourhood_size: int = 3
-    saturation: int = 4
-    over_saturation: int = 8
-    gossip: bool = True  # False: static peering, no peer records sent or learned
-    gossip_interval: float = 5.0
-    live_idle: float = 0.05
-    retrieve_timeout: float = 10.0
-    hop_limit: int = 8
-    cache_bytes: int = DEFAULT_CACHE_BYTES  # retrieved and forwarded chunks kept in memory; 0: none
-    redial_min: float = 0.5
-    redial_max: float = 30.0
-    puller: PullerConfig = field(default_factory=PullerConfig)
-    # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
-    # 0: verify in the node's own process
-    verify_workers: int = 0
-    provable_sync: str = "verify"  # provable streams (issue 16): off | sign | verify (swarm/proofs.py)
-
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
@@ -112,6 +72,12 @@ class Node:
 
     def _build(self) -> None:
         """Open the identity and the store, and build every service around them."""
+        self._build_storage()
+        self._build_network()
+        self._build_services()
+
+    def _build_storage(self) -> None:
+        """Identity, store, and the pulling side's state: what chunks come in through."""
         config = self.config
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.identity: NodeIdentity = load_or_create_identity(self.data_dir / "node.key")
@@ -129,6 +95,10 @@ class Node:
             self.store, verifier=self.verifier, stored=self.transfers.stored, evidence=self.equivocations
         )
         self.puller = Puller(IntervalStore(self.store), rule=self.sync_rule, config=config.puller)
+
+    def _build_network(self) -> None:
+        """The peer table, the address book and its policy, sessions, the manager, gossip."""
+        config = self.config
         self.table = PeerTable(
             self.overlay,
             neighbourhood_size=config.neighbourhood_size,
@@ -158,10 +128,10 @@ class Node:
             backoff=Backoff(config.redial_min, config.redial_max),
         )
         self.gossip = Gossip(self.identity, config.network_id, self.learn, interval=config.gossip_interval)
-        self.repair = Repair(
-            lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
-        )
-        self.store.on_drop = self.repair.dropped
+
+    def _build_services(self) -> None:
+        """What serves users and repairs the store: retrieval, the Bee-shaped backend, repair."""
+        config = self.config
         self.retrieval = Retrieval(
             self.overlay,
             self.store.get,
@@ -170,6 +140,18 @@ class Node:
             timeout=config.retrieve_timeout,
             cache_bytes=config.cache_bytes,
         )
+        self.bee = NodeBeeBackend(
+            eth_key=load_or_create_eth_key(self.data_dir),
+            underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
+            get_chunk=self.retrieval.get,
+            has_chunk=self.store.has,
+            store_chunks=partial(self.intake.store_many, verified=True),
+            statistics=self.statistics,
+        )
+        self.repair = Repair(
+            lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
+        )
+        self.store.on_drop = self.repair.dropped
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
