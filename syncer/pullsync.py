@@ -91,6 +91,9 @@ class PullerConfig:
     batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
     cursor_timeout: float = 30.0
     cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag
+    # verifying: at most one receipt per bin this often; the latest covers what the ones it
+    # replaces did (fewer signatures here and checks at the upstream)
+    receipt_interval: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,16 @@ class _Batch:
     end: int
     root: bytes
     holes: list[tuple[int, bytes]]  # (bin ID, address) of the entries the upstream could not deliver
+
+
+@dataclass
+class _DueReceipt:
+    """The receipt a bin owes the upstream: taken over from `start` to `end`, its root there."""
+
+    start: int
+    end: int
+    root: bytes
+    live: bool
 
 
 StateEvent = StateAccepted | StateSuperseded
@@ -166,6 +179,8 @@ class PullSyncClient:
         self._state_waiters: dict[int, trio.MemorySendChannel[StateEvent]] = {}
         self._batches: dict[tuple[int, bool, int], _Batch] = {}  # verified batches not complete yet
         self._taken: dict[int, Intervals] = {}
+        self._receipts_due: dict[int, _DueReceipt] = {}
+        self._receipts_sent_at: dict[int, float] = {}
         self._equivocations = 0
         self.receipts_sent = 0
         transfers.attach(self.overlay, self)
@@ -336,8 +351,9 @@ class PullSyncClient:
             )
         self._equivocations = len(logs.equivocations)
 
-    def _send_receipt(self, done: CompletedBatch) -> None:
-        """Sign and send the receipt for what this node has taken over, ending with the batch."""
+    def _take_over(self, done: CompletedBatch) -> None:
+        """Record the batch as taken over; a receipt for what this node has taken over, ending
+        with it, is due (sent at once, or once `receipt_interval` has passed since the last)."""
         batch = self._batches.pop((done.bin, done.live, done.start), None)
         if batch is None or self.verifying is None:
             return
@@ -350,18 +366,28 @@ class PullSyncClient:
         proofs.put_taken(self.overlay, self.epoch, done.bin, taken)
         if first is None:
             return
-        receipt = self.verifying.signer.receipt(
-            self.overlay, done.bin, self.epoch, first, batch.end, batch.root
-        )
+        waiting = done.bin in self._receipts_due
+        self._receipts_due[done.bin] = _DueReceipt(first, batch.end, batch.root, done.live)
+        if not waiting:
+            self.conn.start_soon(self._send_receipt, done.bin)
+
+    async def _send_receipt(self, bin: int) -> None:
+        wait = self._receipts_sent_at.get(bin, -1e9) + self.config.receipt_interval - trio.current_time()
+        if wait > 0:
+            await trio.sleep(wait)
+        due = self._receipts_due.pop(bin)
+        assert self.verifying is not None
+        receipt = self.verifying.signer.receipt(self.overlay, bin, self.epoch, due.start, due.end, due.root)
         self.session.send(receipt)
-        self.conn.start_soon(self.conn.send, receipt, Priority.of_stream(done.live))
+        self._receipts_sent_at[bin] = trio.current_time()
         self.receipts_sent += 1
+        await self.conn.send(receipt, Priority.of_stream(due.live))
 
     # -- the transfers' callbacks -----------------------------------------------------------
 
     def batch_completed(self, done: CompletedBatch) -> None:
         self._completed(done.bin, done.start, done.end)
-        self._send_receipt(done)
+        self._take_over(done)
         self._progress.unpark_all()
 
     def fetch_soon(self, address: bytes) -> None:
