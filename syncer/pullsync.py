@@ -17,8 +17,8 @@ of the same stream waits until the upstream acknowledged that and the old batche
 Verifying provable streams (`Verifying`, docs/protocol.md 8.5), a `sync` first makes sure the
 session holds the upstream's signed state its stream is anchored to (a live stream: the state
 at ``start - 1``; a historical one: at ``end``), asking for it with a `StateRequest` (one per bin
-at a time); the states it accepts are persisted, and when a batch completes the client signs a
-`Receipt` for the range it has taken over and sends it.
+at a time); the states it accepts are persisted, and its `Takeover` (syncer/takeover.py) records
+what it took over as batches complete and sends the receipts.
 """
 
 from __future__ import annotations
@@ -50,14 +50,10 @@ from streamer.messages import (
 )
 from streamer.outbox import Priority
 from streamer.requests import RetrieveFailed
-from streamer.states import StateSigner
 from syncer.batches import CompletedBatch
 from syncer.deliveries import DeliveryIntake
 from syncer.intake import ChunkIntake
-from syncer.intervals import Intervals
-from syncer.proof_store import ProofStore
-from syncer.provable import ProvenLogs, StateAccepted, StateSuperseded
-from syncer.receipts import take_over
+from syncer.provable import StateAccepted, StateSuperseded
 from syncer.session import (
     ChunkArrived,
     CursorsReceived,
@@ -68,6 +64,7 @@ from syncer.session import (
     stream_name,
 )
 from syncer.stats import PeerStats
+from syncer.takeover import Takeover, Verifying
 from syncer.transfers import Transfers
 
 __all__ = ["Completed", "Fetch", "PullSyncClient", "PullerConfig", "SyncConnection", "Verifying"]
@@ -94,35 +91,6 @@ class PullerConfig:
     # verifying: at most one receipt per bin this often; the latest covers what the ones it
     # replaces did (fewer signatures here and checks at the upstream)
     receipt_interval: float = 1.0
-
-
-@dataclass(frozen=True)
-class Verifying:
-    """What verifying provable streams needs: the upstream's logs as this connection knows them,
-    this node's signer (receipts) and where accepted states and taken-over ranges are kept."""
-
-    logs: ProvenLogs
-    signer: StateSigner
-    proofs: ProofStore
-
-
-@dataclass
-class _Batch:
-    """What a receipt for a verified batch needs once it completes."""
-
-    end: int
-    root: bytes
-    holes: list[tuple[int, bytes]]  # (bin ID, address) of the entries the upstream could not deliver
-
-
-@dataclass
-class _DueReceipt:
-    """The receipt a bin owes the upstream: taken over from `start` to `end`, its root there."""
-
-    start: int
-    end: int
-    root: bytes
-    live: bool
 
 
 StateEvent = StateAccepted | StateSuperseded
@@ -177,12 +145,19 @@ class PullSyncClient:
         self._progress = trio.lowlevel.ParkingLot()  # woken by completions, acks, streams ending
         self._state_locks: dict[int, trio.Lock] = {}
         self._state_waiters: dict[int, trio.MemorySendChannel[StateEvent]] = {}
-        self._batches: dict[tuple[int, bool, int], _Batch] = {}  # verified batches not complete yet
-        self._taken: dict[int, Intervals] = {}
-        self._receipts_due: dict[int, _DueReceipt] = {}
-        self._receipts_sent_at: dict[int, float] = {}
-        self._equivocations = 0
-        self.receipts_sent = 0
+        self.takeover = (
+            Takeover(
+                verifying,
+                self.session,
+                conn,
+                intake.has,
+                upstream=self.overlay,
+                epoch=handshake_epoch,
+                interval=self.config.receipt_interval,
+            )
+            if verifying is not None
+            else None
+        )
         transfers.attach(self.overlay, self)
 
     def close(self) -> None:
@@ -306,12 +281,14 @@ class PullSyncClient:
         except RemoteProtocolError as exc:
             if exc.code == GoodbyeCode.UNSOLICITED_DELIVERY:
                 self.stats.add("unsolicited", 1, self.clock())
-            self._keep_evidence()
+            if self.takeover is not None:
+                self.takeover.keep_evidence()
             raise
         if isinstance(event, ChunkArrived):
             await self.deliveries.put(Chunk(event.address, event.delivery.data))
         elif isinstance(event, OfferReceived):
-            self._verified(event)
+            if self.takeover is not None:
+                self.takeover.offer_verified(event)
             # cannot block: the session allows at most OFFER_WINDOW unanswered offers
             self._offers[(event.offer.bin, event.offer.live)].send_nowait(event)
         elif isinstance(event, StateAccepted | StateSuperseded):
@@ -328,66 +305,12 @@ class PullSyncClient:
             self._progress.unpark_all()
         # OfferCrossed: it crossed our Unsubscribe; the upstream has forgotten it
 
-    # -- provable streams --------------------------------------------------------------------
-
-    def _verified(self, event: OfferReceived) -> None:
-        """A verified offer: keep what its receipt needs, persist a live offer's state."""
-        offer = event.offer
-        if self.verifying is None or event.root is None or not isinstance(offer, ProvenOffer):
-            return
-        holes = [(offer.start + i, offer.hashes[i]) for i in offer.hole_indices()]
-        self._batches[(offer.bin, offer.live, offer.start)] = _Batch(offer.end, event.root, holes)
-        if offer.state is not None:
-            self.verifying.proofs.accept(self.overlay, offer.state)
-
-    def _keep_evidence(self) -> None:
-        """Persist the equivocations the session found (before the peer is dropped for them)."""
-        logs = self.session.logs
-        if logs is None or self.verifying is None:
-            return
-        for found in logs.equivocations[self._equivocations :]:
-            self.verifying.proofs.record_equivocation(
-                self.overlay, logs.public_key, found.first, found.second
-            )
-        self._equivocations = len(logs.equivocations)
-
-    def _take_over(self, done: CompletedBatch) -> None:
-        """Record the batch as taken over; a receipt for what this node has taken over, ending
-        with it, is due (sent at once, or once `receipt_interval` has passed since the last)."""
-        batch = self._batches.pop((done.bin, done.live, done.start), None)
-        if batch is None or self.verifying is None:
-            return
-        proofs = self.verifying.proofs
-        taken = self._taken.get(done.bin)
-        if taken is None:
-            taken = self._taken[done.bin] = proofs.taken(self.overlay, self.epoch, done.bin)
-        missing = [bin_id for bin_id, address in batch.holes if not self.intake.has(address)]
-        first = take_over(taken, done.start, batch.end, missing)
-        proofs.put_taken(self.overlay, self.epoch, done.bin, taken)
-        if first is None:
-            return
-        waiting = done.bin in self._receipts_due
-        self._receipts_due[done.bin] = _DueReceipt(first, batch.end, batch.root, done.live)
-        if not waiting:
-            self.conn.start_soon(self._send_receipt, done.bin)
-
-    async def _send_receipt(self, bin: int) -> None:
-        wait = self._receipts_sent_at.get(bin, -1e9) + self.config.receipt_interval - trio.current_time()
-        if wait > 0:
-            await trio.sleep(wait)
-        due = self._receipts_due.pop(bin)
-        assert self.verifying is not None
-        receipt = self.verifying.signer.receipt(self.overlay, bin, self.epoch, due.start, due.end, due.root)
-        self.session.send(receipt)
-        self._receipts_sent_at[bin] = trio.current_time()
-        self.receipts_sent += 1
-        await self.conn.send(receipt, Priority.of_stream(due.live))
-
     # -- the transfers' callbacks -----------------------------------------------------------
 
     def batch_completed(self, done: CompletedBatch) -> None:
         self._completed(done.bin, done.start, done.end)
-        self._take_over(done)
+        if self.takeover is not None:
+            self.takeover.batch_completed(done)
         self._progress.unpark_all()
 
     def fetch_soon(self, address: bytes) -> None:
