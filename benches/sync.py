@@ -460,6 +460,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "channel": args.channel,
             "provable_sync": args.provable_sync,
             **proof_bytes(a_serving_b, args.chunks),
+            "proofs_a": {k: v for k, v in a_doc.get("proofs", {}).items() if k != "evidence"},
+            "proofs_b": {k: v for k, v in doc.get("proofs", {}).items() if k != "evidence"},
             # B serving A (the reverse direction: A pulls every bin live from B)
             "reverse_proof_bytes": next(
                 (p["serving"].get("proof_bytes", {}) for p in doc["peers"] if p["overlay"] == a.overlay), {}

@@ -7,8 +7,11 @@ another root for the same size: an equivocation, and every downstream that accep
 would drop it for good. So a state is signed only up to cursors the disk holds for sure: before
 signing beyond them, `LocalStore.make_durable` flushes the pull index and LevelDB's log, in a
 worker thread so the event loop goes on, and one flush serves everyone waiting meanwhile (group
-commit). Once a bin is synced, live offers are what needs flushes: at most one at a time for the
-whole node, each covering every bin.
+commit). Once a bin is synced, live offers are what needs flushes. A flush is not cheap: on ext4
+each forces a journal commit, which writes out the chunk data written since the last one, in
+this process's time. So a flush starts at most every `min_interval` seconds (0.25 s), covering
+every bin: under a steady ingest a live offer waits up to that long for its state, and the
+sync bench measured about a third of the flushes, and of their cost (docs/performance.md).
 
 Signed states are cached (the same live state goes to every downstream of the bin).
 """
@@ -29,10 +32,13 @@ from syncer.proving import sign_state
 __all__ = ["StateSigning"]
 
 CACHED_STATES = 256
+MIN_FLUSH_INTERVAL = 0.25
 
 
 class StateSigning:
-    def __init__(self, store: LocalStore, signer: StateSigner) -> None:
+    def __init__(
+        self, store: LocalStore, signer: StateSigner, *, min_interval: float = MIN_FLUSH_INTERVAL
+    ) -> None:
         logs = store.logs
         if logs is None:
             raise ValueError("a store without bin logs cannot sign states of them")
@@ -42,6 +48,8 @@ class StateSigning:
         self.epoch = store.epoch
         self._durable = [0] * BINS
         self._flushing: trio.Event | None = None
+        self.min_interval = min_interval
+        self._last_flush = -1e9  # trio time the last flush started
         self._cache: OrderedDict[tuple[int, int], SignedState] = OrderedDict()
         self.flushes = 0
         self.signed = 0
@@ -69,6 +77,8 @@ class StateSigning:
             return
         done = self._flushing = trio.Event()
         try:
+            await trio.sleep_until(self._last_flush + self.min_interval)  # waiters gather meanwhile
+            self._last_flush = trio.current_time()
             cursors = await trio.to_thread.run_sync(self.store.make_durable)
             self._durable = [max(a, b) for a, b in zip(self._durable, cursors, strict=True)]
             self.flushes += 1
