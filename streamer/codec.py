@@ -29,9 +29,12 @@ from streamer.messages import (
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    FeedPush,
     Goodbye,
     Handshake,
     Hello,
+    InterestEntry,
+    LiveInterest,
     Message,
     MessageType,
     OfferedHashes,
@@ -48,6 +51,7 @@ from streamer.messages import (
     StateReply,
     StateRequest,
     Subscribe,
+    TopicPush,
     Unsubscribe,
     Unsubscribed,
     WantedHashes,
@@ -66,6 +70,9 @@ _STATE_REQUEST = struct.Struct(">BQQ")  # bin, size, known
 _STATE_FIXED = struct.Struct(f">BQQ{HASH_SIZE}s{SIGNATURE_SIZE}sQ")  # bin, epoch, size, root, sig, known
 _LIVE_STATE = struct.Struct(f">Q{HASH_SIZE}s{SIGNATURE_SIZE}s")  # epoch, root, signature
 _RECEIPT = struct.Struct(f">BQQQ{HASH_SIZE}s{SIGNATURE_SIZE}s")  # bin, epoch, start, end, root, sig
+_INTEREST_ENTRY = struct.Struct(">B20s32sB")  # kind, owner, topic, hops
+_FEED_PUSH_FIXED = struct.Struct(">20s32sQ")  # owner, topic, index
+_TOPIC_PUSH_FIXED = struct.Struct(">32s20sQQQ65s")  # topic, owner, seq, chain, time, signature
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -128,6 +135,14 @@ _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
     RetrieveDelivery: lambda m: _U64.pack(m.request_id) + m.data,
     RetrieveFailure: lambda m: _U64.pack(m.request_id) + _str16(m.reason),
     Peers: lambda m: _U16.pack(len(m.records)) + b"".join(_write_record(r) for r in m.records),
+    LiveInterest: lambda m: (
+        _U16.pack(len(m.entries))
+        + b"".join(_INTEREST_ENTRY.pack(e.kind, e.owner, e.topic, e.hops) for e in m.entries)
+    ),
+    FeedPush: lambda m: _FEED_PUSH_FIXED.pack(m.owner, m.topic, m.index) + m.data,
+    TopicPush: lambda m: (
+        _TOPIC_PUSH_FIXED.pack(m.topic, m.owner, m.seq, m.chain, m.time, m.signature) + m.payload
+    ),
 }
 
 
@@ -313,6 +328,25 @@ def _read_peers(r: _Reader) -> Peers:
     return Peers(tuple(_read_record(r, i) for i in range(count)))
 
 
+def _read_interest(r: _Reader) -> LiveInterest:
+    count = r.u16("count")
+    return LiveInterest(
+        tuple(InterestEntry(*r.fixed(_INTEREST_ENTRY, f"entries[{i}]")) for i in range(count))
+    )
+
+
+def _read_feed_push(r: _Reader) -> FeedPush:
+    owner, topic, index = r.fixed(_FEED_PUSH_FIXED, "owner/topic/index")
+    return FeedPush(owner, topic, index, r.rest())
+
+
+def _read_topic_push(r: _Reader) -> TopicPush:
+    topic, owner, seq, chain, time, signature = r.fixed(
+        _TOPIC_PUSH_FIXED, "topic/owner/seq/chain/time/signature"
+    )
+    return TopicPush(topic, owner, seq, chain, time, signature, r.rest())
+
+
 _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
     MessageType.HELLO: ("Hello", lambda r: Hello(r.raw(NONCE_SIZE, "nonce"))),
     MessageType.HANDSHAKE: ("Handshake", _read_handshake),
@@ -347,6 +381,9 @@ _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
         lambda r: RetrieveFailure(r.u64("request_id"), r.str16("reason")),
     ),
     MessageType.PEERS: ("Peers", _read_peers),
+    MessageType.LIVE_INTEREST: ("LiveInterest", _read_interest),
+    MessageType.FEED_PUSH: ("FeedPush", _read_feed_push),
+    MessageType.TOPIC_PUSH: ("TopicPush", _read_topic_push),
 }
 
 

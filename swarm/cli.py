@@ -313,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_feed_parser(sub)
     add_sim_parser(sub)
 
+    from swarm.cli_live import add_live_parsers  # topic, loss (live propagation; feed follow: cli_feed)
+
+    add_live_parsers(sub)
+
     from swarm.cli_proofs import add_proof_parsers  # provable streams (issue 16)
 
     add_proof_parsers(sub)

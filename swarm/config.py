@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from localstore.cache import DEFAULT_CACHE_BYTES
+from swarm.live.config import LiveConfig
 from syncer.pullsync import PullerConfig
 
 __all__ = ["CHANNELS", "DEFAULT_STRATEGY", "NodeConfig"]
@@ -48,3 +49,4 @@ class NodeConfig:
     # 0: verify in the node's own process
     verify_workers: int = 0
     provable_sync: str = "verify"  # provable streams (issue 16): off | sign | verify (swarm/proofs.py)
+    live: LiveConfig = field(default_factory=LiveConfig)  # live propagation (docs/live.md)

@@ -35,6 +35,7 @@ from streamer.requests import RequestTable
 from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
+from swarm.live.assembly import build_live_service
 from swarm.peer import Peer
 from swarm.proofs import MODES as PROVABLE_MODES
 from swarm.proofs import NodeProofs
@@ -52,6 +53,7 @@ from syncer.upstream import Upstream
 from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
+
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
@@ -140,13 +142,22 @@ class Node:
             timeout=config.retrieve_timeout,
             cache_bytes=config.cache_bytes,
         )
+        eth_key = load_or_create_eth_key(self.data_dir)
         self.bee = NodeBeeBackend(
-            eth_key=load_or_create_eth_key(self.data_dir),
+            eth_key=eth_key,
             underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
             get_chunk=self.retrieval.get,
             has_chunk=self.store.has,
-            store_chunks=partial(self.intake.store_many, verified=True),
+            store_chunks=partial(self.store_chunks, verified=True),
             statistics=self.statistics,
+        )
+        self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
+            eth_key,
+            self.store,
+            self.retrieval,
+            partial(self.intake.store_many, verified=True),
+            config.live,
+            evidence=self.equivocations.record,
         )
         self.repair = Repair(
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
@@ -180,6 +191,7 @@ class Node:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
+                await nursery.start(self.live.run)
                 nursery.start_soon(self.repair.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
@@ -261,6 +273,7 @@ class Node:
             requests=requests,
             on_retrieve_request=self.retrieval.on_request,
             on_peers=self._on_peers,
+            on_live=self.live.on_message,
             retrieve_timeout=timeout,
         )
 
@@ -298,8 +311,10 @@ class Node:
         peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
         if self.config.gossip:
             peer.conn.start_soon(self.gossip.tell, peer)
+        self.live.peer_connected(peer)
 
     def _disconnected(self, peer: Peer) -> None:
+        self.live.peer_disconnected(peer)
         self.table.disconnect(peer.overlay)
         self.gossip.forget(peer.overlay)
         self.puller.set_depth(self.table.depth())
@@ -320,8 +335,11 @@ class Node:
         return await self.sessions.connect(host, port)
 
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int:
-        """Store chunks through the intake (uploads: ``verified=True``); returns how many were new."""
-        return self.intake.store_many(chunks, verified=verified)
+        """Store chunks through the intake (uploads: ``verified=True``); returns how many were new.
+        Uploaded updates of a feed someone follows are pushed to the followers too (docs/live.md)."""
+        new = self.intake.store_many(chunks, verified=verified)
+        self.live.uploaded(chunks)
+        return new
 
     def statistics(self) -> NodeStatistics:
         """One immutable snapshot of everything the node reports."""
@@ -344,4 +362,5 @@ class Node:
             equivocations=self.equivocations.count,
             repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
             proofs=self.proofs.snapshot(),
+            live=self.live.statistics(),
         )

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
 from streamer.messages import BIN_COUNT, SignedState
+from swarm.live.service import LiveStatistics
 from swarm.proofs import ProofsSnapshot
 from swarm.retrieval import Retrieval, RetrievalStatistics
 from swarm.sessions import Disconnection, Sessions
@@ -69,6 +70,7 @@ class NodeStatistics:
     # of its log this node verified (verify mode)
     proofs: ProofsSnapshot | None = None
     states: dict[bytes, dict[int, SignedState]] | None = None
+    live: LiveStatistics | None = None  # live propagation: the loss table and its traffic
 
     @property
     def depth(self) -> int:
@@ -90,6 +92,7 @@ def collect_statistics(
     equivocations: int,
     repairs: dict[str, int],
     proofs: ProofsSnapshot | None = None,
+    live: LiveStatistics | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -127,6 +130,7 @@ def collect_statistics(
         table=table.snapshot(),
         strategy=strategy,
         saturation=saturation,
+        live=live,
     )
 
 

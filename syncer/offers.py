@@ -4,7 +4,7 @@ A stream is one (bin, live) pair of the upstream's pull index, subscribed over `
 (`end = 0`: live, open-ended). The upstream offers consecutive ranges of at most 128 bin IDs and
 keeps at most `window` offers unanswered; every want must answer the oldest-but-any open offer by
 its exact range, and may only set bits for hashes that offer carried, never for an entry a proven
-offer marked as a hole (docs/protocol.md 8.5).
+offer marked as a hole (docs/protocol.md 8.6).
 """
 
 from __future__ import annotations

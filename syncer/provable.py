@@ -1,5 +1,5 @@
 """ProvenLogs: what a downstream knows of one upstream's bin logs, and the checks of provable
-streams (docs/protocol.md section 8.5). Pure: part of the `DownstreamSession`.
+streams (docs/protocol.md section 8.6). Pure: part of the `DownstreamSession`.
 
 Per bin it keeps the states of the upstream's log it *accepted*: each one signed by the
 upstream, of the epoch its handshake signed, and proven to be a prefix of, or to extend, the

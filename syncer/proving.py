@@ -1,4 +1,4 @@
-"""What an upstream sends in provable streams (docs/protocol.md section 8.5), built from a log.
+"""What an upstream sends in provable streams (docs/protocol.md section 8.6), built from a log.
 
 Pure: the log is anything with the few reads of `Log` (the store's `localstore.binlog.BinLogs`,
 or an in-memory list in the tests' lying upstreams), states are signed by a `StateSigner`, and the

@@ -14,7 +14,7 @@ backlog. Deliveries go to this peer's `DeliveryIntake`, which verifies and store
 the node's `ChunkIntake`. Stopping a stream (cancelling its `sync`) unsubscribes; a new `sync`
 of the same stream waits until the upstream acknowledged that and the old batches completed.
 
-Verifying provable streams (`Verifying`, docs/protocol.md 8.5), a `sync` first makes sure the
+Verifying provable streams (`Verifying`, docs/protocol.md 8.6), a `sync` first makes sure the
 session holds the upstream's signed state its stream is anchored to (a live stream: the state
 at ``start - 1``; a historical one: at ``end``), asking for it with a `StateRequest` (one per bin
 at a time); the states it accepts are persisted, and its `Takeover` (syncer/takeover.py) records

@@ -12,7 +12,7 @@ the peer broke and the Goodbye code for it (docs/protocol.md, section 8.2, "Viol
 raises `LocalProtocolError` when this node itself would break a rule: a bug here, never the peer's.
 
 With ``logs`` (a `ProvenLogs`: this node verifies provable streams, `--provable-sync verify`) the
-session also holds the upstream to its signed states (section 8.5): every offer must be a
+session also holds the upstream to its signed states (section 8.6): every offer must be a
 `ProvenOffer` whose proof checks out, and every state it accepts must extend or be a prefix of
 the ones accepted before. Without, a `ProvenOffer` is taken for its entries and holes alone.
 """

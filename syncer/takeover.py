@@ -6,7 +6,7 @@ taken over (syncer/receipts.py: a hole this node does not hold is not) and persi
 receipt for the taken-over run that ends there becomes due: sent at once, or once `interval`
 has passed since the bin's last one (the latest covers what it replaces, so the upstream checks
 at most one a second per bin). It also persists the live states the session accepted, and the
-equivocations it found before the peer is dropped for them (docs/protocol.md 8.5).
+equivocations it found before the peer is dropped for them (docs/protocol.md 8.6).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ every offer has been answered may be subscribed again (for the next missing rang
 last deliveries are still going out.
 
 With `Provable` (this node keeps bin logs: `--provable-sync sign` or `verify`) the streams are
-provable (docs/protocol.md 8.5): every offer is a `ProvenOffer` of every entry of its range, its
+provable (docs/protocol.md 8.6): every offer is a `ProvenOffer` of every entry of its range, its
 holes marked, with the signed state at its end (live) or the proof against the subscription's end
 (historical); state requests are answered with signed states and consistency proofs, and the
 downstream's receipts are checked and the latest per bin kept.

@@ -1,4 +1,4 @@
-"""A verifying downstream session fed honest and damaged provable streams (docs/protocol.md 8.5).
+"""A verifying downstream session fed honest and damaged provable streams (docs/protocol.md 8.6).
 
 The upstream has one honest log of bin 3 (tests/memory_log.py). Sequences of its proven offers,
 live and historical, each possibly damaged (an entry swapped, replaced, dropped and refilled, a

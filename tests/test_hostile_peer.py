@@ -163,7 +163,7 @@ class HostilePeer:
     async def send(self, msg: Message) -> None:
         await self.stream.send_all(encode(msg))
 
-    # -- a provable upstream (docs/protocol.md 8.5), from its log ---------------------------------
+    # -- a provable upstream (docs/protocol.md 8.6), from its log ---------------------------------
 
     def offer(self, bin: int, live: bool, start: int, end: int, *, anchor: int = 0) -> ProvenOffer:
         """The proven offer of bin IDs [start, end] of its log: live with the signed state at

@@ -3,7 +3,7 @@
 The target pulls from an honest upstream process (history, then live chunks posted while the
 liars are at work) and from one lying upstream at a time: a `HostilePeer` (tests/test_hostile_peer.py)
 that plays a provable upstream from its own in-memory log and signs with its own key. Each lie
-must get it dropped with the Goodbye code and reason docs/protocol.md 8.5 names, and nothing of
+must get it dropped with the Goodbye code and reason docs/protocol.md 8.6 names, and nothing of
 the range it lied about may be recorded (no interval, no chunk), while the honest sync completes.
 
 1. it leaves an entry out of a historical offer, proving the rest against its state at the end;

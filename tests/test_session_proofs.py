@@ -1,4 +1,4 @@
-"""The downstream's checks of provable streams (docs/protocol.md 8.5), without an event loop.
+"""The downstream's checks of provable streams (docs/protocol.md 8.6), without an event loop.
 
 A `DownstreamSession` with `ProvenLogs` is fed what an upstream with an in-memory log sends
 (tests/memory_log.py; offers and replies built by syncer.proving, as the real upstream builds
