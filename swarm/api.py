@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from localstore import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
 from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
 from localstore.soc import parse_soc
+from swarm.api_proofs import ProofSource, proof_routes
 from swarm.bee_api import soc_and_feed_routes
 from swarm.bee_status_api import status_routes
 from swarm.bee_types import BeeBackend
@@ -79,6 +80,9 @@ class Node(Protocol):
     def equivocations(self) -> EquivocationLog: ...
 
     @property
+    def proofs(self) -> ProofSource: ...
+
+    @property
     def live(self) -> LiveService: ...
 
 
@@ -121,6 +125,7 @@ def build_app(node: Node) -> ASGIApp:
         *file_routes(node),
         *report_routes(node),
         *reserve_routes(node, parse_address),  # uploads' tags and pins (issue 17)
+        *proof_routes(node.proofs),  # provable streams (issue 16): GET /proofs/{address}
         *dashboard_routes(),
         *live_routes(node.live, node.overlay),  # live propagation (swarm/live_api.py)
         # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,

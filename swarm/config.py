@@ -53,4 +53,5 @@ class NodeConfig:
     evict_batch: int = 256  # chunks evicted at most before other tasks run again
     push_workers: int = 16  # uploaded chunks pushed at once (swarm/pusher.py)
     receipt_timeout: float = 60.0  # how long POST /bytes waits for its last receipts
+    provable_sync: str = "verify"  # provable streams (issue 16): off | sign | verify (swarm/proofs.py)
     live: LiveConfig = field(default_factory=LiveConfig)  # live propagation (docs/live.md)

@@ -88,6 +88,11 @@ class NodeCollector(Collector):
         for outcome, value in stats.repairs.items():
             repairs.add_metric([outcome], value)
         yield repairs
+        yield CounterMetricFamily(  # provable streams (issue 16)
+            "swarm_state_equivocations",
+            "states of a peer's bin log signed twice with different roots (both kept as evidence)",
+            value=stats.proofs.equivocations if stats.proofs else 0,
+        )
         records = CounterMetricFamily(
             "swarm_peer_records",
             "gossiped peer records: received, rejected (bad signature or network), rate_limited "

@@ -42,6 +42,8 @@ from swarm.gossip import Gossip
 from swarm.live.assembly import build_live_service
 from swarm.offer_leases import LeasedStore, OfferLeases
 from swarm.peer import Peer
+from swarm.proofs import MODES as PROVABLE_MODES
+from swarm.proofs import NodeProofs
 from swarm.pusher import Pusher
 from swarm.pushsync import PushSync, closer_peers
 from swarm.repair import Repair
@@ -73,6 +75,8 @@ class Node:
         get_strategy(config.strategy)  # fail early on a bad name
         if config.channel not in CHANNELS:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {config.channel!r}")
+        if config.provable_sync not in PROVABLE_MODES:
+            raise ValueError(f"provable sync must be one of {', '.join(PROVABLE_MODES)}")
         self.config = config
         self.sync_rule = sync_rule
         self.data_dir = Path(config.data_dir)
@@ -94,7 +98,12 @@ class Node:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.identity: NodeIdentity = load_or_create_identity(self.data_dir / "node.key")
         self.overlay: bytes = self.identity.overlay(config.network_id)
-        self.store = LocalStore(self.data_dir / "localstore", self.overlay)
+        # -- provable streams (issue 16): bin logs in the store, states, proofs and receipts
+        logs = NodeProofs.keeps_logs(config.provable_sync)
+        self.store = LocalStore(self.data_dir / "localstore", self.overlay, logs=logs)
+        self.proofs = NodeProofs(
+            config.provable_sync, self.identity, self.overlay, self.store, network_id=config.network_id
+        )
         self.verifier = ChunkVerifier(config.verify_workers)
         self.transfers = Transfers()
         self.equivocations = EquivocationLog(self.store)
@@ -342,6 +351,7 @@ class Node:
             fetch=partial(requests.retrieve, conn, hop_limit=0, timeout=timeout),
             completed=partial(self.puller.record, overlay),
             config=self.config.puller,
+            verifying=self.proofs.verifying(overlay, conn.remote.public_key, conn.remote.epoch),
         )
         return Peer(
             conn,
@@ -351,6 +361,7 @@ class Node:
                 conn,
                 cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
                 live_idle=self.config.live_idle,
+                provable=self.proofs.provable(),
             ),
             client=client,
             requests=requests,
@@ -453,5 +464,6 @@ class Node:
             reserve=reserve_status(
                 self.reserve, self.pusher, self.pushsync, len(self.pins.roots()), len(self.pins)
             ),
+            proofs=self.proofs.snapshot(),
             live=self.live.statistics(),
         )

@@ -62,8 +62,19 @@ def sync_status_text(doc: dict[str, Any]) -> str:
         for b in peer["bins"]:
             if b["cursor"] == 0 and not b["synced"]:
                 continue  # an empty bin says nothing
+            state = b.get("state")
+            proven = f"{state['size']} {state['root'][:12]} {state['signature']}" if state else "-"
             bin_rows.append(
-                [name, peer["po"], b["bin"], b["cursor"], ranges_text(b["synced"]), b["lag"], b["lag"] == 0]
+                [
+                    name,
+                    peer["po"],
+                    b["bin"],
+                    b["cursor"],
+                    ranges_text(b["synced"]),
+                    b["lag"],
+                    b["lag"] == 0,
+                    proven,
+                ]
             )
         stats = peer["stats"]
         changed = peer.get("last_change", {})
@@ -76,7 +87,17 @@ def sync_status_text(doc: dict[str, Any]) -> str:
     if "reserve" in doc:  # issue 17: capacity, radius, evictions, receipts
         parts[0] += "\n" + reserve_text(doc["reserve"])
     if bin_rows:
-        parts.append(table(["peer", "po", "bin", "cursor", "synced", "lag", "synced?"], bin_rows))
+        headers = [
+            "peer",
+            "po",
+            "bin",
+            "cursor",
+            "synced",
+            "lag",
+            "synced?",
+            "verified state (size root sig)",
+        ]
+        parts.append(table(headers, bin_rows))
     loss_headers = ["peer", "po", "offered", "wanted", "delivered"]
     for name_ in LOSS:
         loss_headers += [name_, "time"]
@@ -91,6 +112,16 @@ def sync_status_text(doc: dict[str, Any]) -> str:
     notable = node_events_text(doc.get("totals", {}))
     if notable:
         parts.append(notable)
+    evidence = (doc.get("proofs") or {}).get("evidence") or []
+    if evidence:
+        rows = [
+            [e["upstream"][:12], e["bin"], e["size"], e["roots"][0][:12], e["roots"][1][:12]]
+            for e in evidence
+        ]
+        parts.append(
+            "states signed twice with different roots (portable proofs of misbehaviour)\n"
+            + table(["upstream", "bin", "size", "root", "other root"], rows)
+        )
     return "\n\n".join(parts)
 
 
@@ -105,6 +136,7 @@ def reserve_text(r: dict[str, Any]) -> str:
 
 NODE_EVENTS = {
     "equivocations": "single-owner chunks signed twice with different content (GET /equivocations)",
+    "state_equivocations": "states of a peer's bin log signed twice with different roots (evidence below)",
     "damaged_repaired": "damaged chunks fetched again from peers",
     "damaged_lost": "damaged chunks no peer had",
     "violations": "peers dropped for breaking the protocol",

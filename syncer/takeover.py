@@ -1,0 +1,137 @@
+"""Takeover: what a verifying client took over from one upstream, and the receipts it owes (trio).
+
+For each offer the session verified, it keeps what the offer's receipt will need: its end, the
+upstream's root there, its holes. When the offer's batch completes, its range is recorded as
+taken over (syncer/receipts.py: a hole this node does not hold is not) and persisted, and a
+receipt for the taken-over run that ends there becomes due: sent at once, or once `interval`
+has passed since the bin's last one (the latest covers what it replaces, so the upstream checks
+at most one a second per bin). It also persists the live states the session accepted, and the
+equivocations it found before the peer is dropped for them (docs/protocol.md 8.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import trio
+
+from streamer.messages import Message, ProvenOffer
+from streamer.outbox import Priority
+from streamer.states import StateSigner
+from syncer.batches import CompletedBatch
+from syncer.intervals import Intervals
+from syncer.proof_store import ProofStore
+from syncer.provable import ProvenLogs
+from syncer.receipts import take_over
+from syncer.session import DownstreamSession, OfferReceived
+
+__all__ = ["Takeover", "Verifying"]
+
+
+@dataclass(frozen=True)
+class Verifying:
+    """What verifying provable streams needs: the upstream's logs as this connection knows them,
+    this node's signer (receipts) and where accepted states and taken-over ranges are kept."""
+
+    logs: ProvenLogs
+    signer: StateSigner
+    proofs: ProofStore
+
+
+class _Connection(Protocol):
+    async def send(self, msg: Message, priority: Priority = ...) -> None: ...
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None: ...
+
+
+@dataclass
+class _Batch:
+    end: int
+    root: bytes
+    holes: list[tuple[int, bytes]]  # (bin ID, address) of the entries the upstream could not deliver
+
+
+@dataclass
+class _DueReceipt:
+    start: int
+    end: int
+    root: bytes
+    live: bool
+
+
+class Takeover:
+    def __init__(
+        self,
+        verifying: Verifying,
+        session: DownstreamSession,
+        conn: _Connection,
+        has: Callable[[bytes], bool],
+        *,
+        upstream: bytes,
+        epoch: int,
+        interval: float,
+    ) -> None:
+        self.verifying = verifying
+        self.session = session
+        self.conn = conn
+        self.has = has
+        self.upstream = upstream
+        self.epoch = epoch
+        self.interval = interval
+        self._batches: dict[tuple[int, bool, int], _Batch] = {}  # verified, not complete yet
+        self._taken: dict[int, Intervals] = {}
+        self._due: dict[int, _DueReceipt] = {}
+        self._sent_at: dict[int, float] = {}
+        self._evidence_kept = 0
+        self.sent = 0
+
+    def offer_verified(self, event: OfferReceived) -> None:
+        """Keep what the offer's receipt needs; persist a live offer's state (the new latest)."""
+        offer = event.offer
+        if event.root is None or not isinstance(offer, ProvenOffer):
+            return
+        holes = [(offer.start + i, offer.hashes[i]) for i in offer.hole_indices()]
+        self._batches[(offer.bin, offer.live, offer.start)] = _Batch(offer.end, event.root, holes)
+        if offer.state is not None:
+            self.verifying.proofs.accept(self.upstream, offer.state)
+
+    def batch_completed(self, done: CompletedBatch) -> None:
+        """The batch is stored: record it as taken over; a receipt is due unless its end is not."""
+        batch = self._batches.pop((done.bin, done.live, done.start), None)
+        if batch is None:
+            return
+        proofs = self.verifying.proofs
+        taken = self._taken.get(done.bin)
+        if taken is None:
+            taken = self._taken[done.bin] = proofs.taken(self.upstream, self.epoch, done.bin)
+        missing = [bin_id for bin_id, address in batch.holes if not self.has(address)]
+        first = take_over(taken, done.start, batch.end, missing)
+        proofs.put_taken(self.upstream, self.epoch, done.bin, taken)
+        if first is None:
+            return
+        waiting = done.bin in self._due
+        self._due[done.bin] = _DueReceipt(first, batch.end, batch.root, done.live)
+        if not waiting:
+            self.conn.start_soon(self._send, done.bin)
+
+    async def _send(self, bin: int) -> None:
+        wait = self._sent_at.get(bin, -1e9) + self.interval - trio.current_time()
+        if wait > 0:
+            await trio.sleep(wait)
+        due = self._due.pop(bin)
+        receipt = self.verifying.signer.receipt(self.upstream, bin, self.epoch, due.start, due.end, due.root)
+        self.session.send(receipt)
+        self._sent_at[bin] = trio.current_time()
+        self.sent += 1
+        await self.conn.send(receipt, Priority.of_stream(due.live))
+
+    def keep_evidence(self) -> None:
+        """Persist the equivocations the session found since the last call."""
+        logs = self.verifying.logs
+        for found in logs.equivocations[self._evidence_kept :]:
+            self.verifying.proofs.record_equivocation(
+                self.upstream, logs.public_key, found.first, found.second
+            )
+        self._evidence_kept = len(logs.equivocations)
