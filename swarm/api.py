@@ -26,6 +26,8 @@ from swarm.files import Fetch, Upload, read_file, stream_file
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
+from swarm.spaces.routes import space_routes  # spaces (issue 15)
+from swarm.spaces.service import SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
 
@@ -53,6 +55,9 @@ class Node(Protocol):
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
 
     def statistics(self) -> NodeStatistics: ...
+
+    @property
+    def spaces(self) -> SpaceService: ...  # spaces (issue 15)
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +170,7 @@ def build_app(node: Node) -> Starlette:
         Route("/sync", sync, methods=["GET"]),
         Route("/topology", topology, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *space_routes(node.spaces),  # spaces (issue 15): swarm/spaces/routes.py
     ]
     return Starlette(
         routes=routes,

@@ -327,6 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_sim_parser(sub)
 
+    from swarm.cli_space import add_space_parser  # spaces (issue 15)
+
+    add_space_parser(sub)
+
     return parser
 
 

@@ -38,6 +38,8 @@ from swarm.gossip import Gossip
 from swarm.peer import Peer
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
+from swarm.spaces.replica import SpaceConfig  # spaces (issue 15)
+from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
@@ -87,6 +89,7 @@ class NodeConfig:
     # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
     # 0: verify in the node's own process
     verify_workers: int = 0
+    spaces: SpaceConfig = field(default_factory=SpaceConfig)  # multi-writer spaces (swarm/spaces/)
 
 
 class Node:
@@ -155,6 +158,12 @@ class Node:
             timeout=config.retrieve_timeout,
             cache_bytes=config.cache_bytes,
         )
+        # spaces (issue 15): read through the store and the swarm, fetched messages kept
+        self.spaces = SpaceService(
+            NodeChunks(self.store.get, self.retrieval.get, partial(self.store_chunks, verified=True)),
+            self.data_dir,
+            config.spaces,
+        )
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
@@ -183,6 +192,7 @@ class Node:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
+                await nursery.start(self.spaces.run)  # spaces (issue 15)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]

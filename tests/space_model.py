@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from swarm.spaces.messages import Kind, compose
+from swarm.spaces.messages import Kind, SpaceMessage, compose, encode_message
 from swarm.spaces.reader import SpaceReader
-from swarm.spaces.timeframe import OrderKey, Timeframe
+from swarm.spaces.timeframe import Delta, OrderKey, Timeframe, apply_delta
 
 NOW = 1.0  # the model never lets time pass: no member ever goes inactive
 
@@ -81,6 +81,21 @@ class Space:
         self.deliver(member, message.id)  # a writer reads its own message at once
         return message
 
+    def write_dishonest(self, member: int, delta: Delta | None) -> Written:
+        """A message claiming whatever ``delta`` says (None: bytes that are no message at all)."""
+        seq = max((s + 1 for m, s in self.written if m == member), default=0)
+        previous = self.written[(member, seq - 1)].timeframe if seq else ()
+        if delta is None:
+            message = Written(member, seq, previous, Kind.SAY, payload=b"\x01\x01garbage")
+        else:
+            timeframe = apply_delta(previous, delta, member, seq)
+            payload = encode_message(SpaceMessage(Kind.SAY, delta, text="lie"))
+            message = Written(member, seq, timeframe, Kind.SAY, payload=payload)
+        self.written[message.id] = message
+        for other in self.all():
+            self.pending[other].add(message.id)
+        return message
+
     def can_reach(self, reader: int, member: int) -> bool:
         return self.group[reader] == self.group[member]
 
@@ -126,8 +141,9 @@ class Space:
                     stack.append(dep)
         return past
 
-    def sorted_by_key(self) -> list[tuple[int, int]]:
-        return sorted(self.written, key=lambda m: self.written[m].order_key(self.owners))
+    def sorted_by_key(self, among: set[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+        messages = self.written if among is None else among
+        return sorted(messages, key=lambda m: self.written[m].order_key(self.owners))
 
     def naive_state(self) -> dict[str, str]:
         """Last writer wins per key, "last" in the total order; empty values clear."""

@@ -54,7 +54,7 @@ def growth(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], int]:
 def test_a_delta_encodes_and_applies_back_to_the_timeframe(case: tuple) -> None:
     previous, current, own = case
     seq = max(current[own], -1) + 1
-    current = current[:own] + (seq - 1,) + current[own + 1 :]
+    current = (*current[:own], seq - 1, *current[own + 1 :])
     delta = delta_between(previous, current, own)
     data = encode_delta(delta)
     decoded, end = decode_delta(data + b"tail")
@@ -86,7 +86,7 @@ def test_full_vector_costs_every_entry_the_delta_only_the_changed() -> None:
     timeframe = tuple(range(1000, 1032))
     dxos = full_vector_size(timeframe, own=0, key_size=32)
     by_index = full_vector_size(timeframe, own=0, key_size=0)
-    delta = encode_delta(delta_between(timeframe, timeframe[:5] + (2000,) + timeframe[6:], own=0))
+    delta = encode_delta(delta_between(timeframe, (*timeframe[:5], 2000, *timeframe[6:]), own=0))
     assert dxos == 31 * (2 + 34 + 1 + 2)
     assert by_index < dxos and len(delta) == 4
 
@@ -171,7 +171,9 @@ def test_writing_refuses_what_does_not_fit_or_says_nothing() -> None:
 
 def test_member_entries_round_trip_and_only_the_genesis_names_the_space() -> None:
     owner = bytes(range(20))
-    assert decode_member_entry(encode_member_entry(MemberEntry(owner, "chat")), 0) == MemberEntry(owner, "chat")
+    assert decode_member_entry(encode_member_entry(MemberEntry(owner, "chat")), 0) == MemberEntry(
+        owner, "chat"
+    )
     assert decode_member_entry(encode_member_entry(MemberEntry(owner)), 3) == MemberEntry(owner)
     with pytest.raises(InvalidSpaceMessage, match="genesis names"):
         decode_member_entry(encode_member_entry(MemberEntry(owner)), 0)

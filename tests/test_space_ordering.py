@@ -33,10 +33,11 @@ def check_causal(space: Space, reader: int) -> None:
             assert position[dep] < position[(record.member, record.seq)], f"{record} before {dep}"
 
 
-def check_total(space: Space, reader: int) -> None:
-    """The total log is a prefix of the sort of every message written by order key."""
+def check_total(space: Space, reader: int, universe: set[tuple[int, int]] | None = None) -> None:
+    """The total log is a prefix of the sort of every message written (or of ``universe``, the
+    messages that can be processed at all) by order key."""
     total = [(r.member, r.seq) for r in space.readers[reader].total_log]
-    assert total == space.sorted_by_key()[: len(total)]
+    assert total == space.sorted_by_key(universe)[: len(total)]
     assert not any(r.late for r in space.readers[reader].total_log)
 
 
@@ -45,11 +46,11 @@ def check_bounded(space: Space) -> None:
         assert reader.orderer.held_total() <= max(space.capacity, MIN_WINDOW * space.writers)
 
 
-def random_run(space: Space, rng: random.Random, steps: int) -> None:
+def random_run(space: Space, rng: random.Random, steps: int, *, writers: int | None = None) -> None:
     for _ in range(steps):
         action = rng.random()
         if action < 0.35:
-            member = rng.randrange(space.writers)
+            member = rng.randrange(writers or space.writers)
             kind = rng.choice([Kind.SAY, Kind.SET, Kind.SET, Kind.HEARTBEAT])
             space.write(member, kind, key=f"k{rng.randrange(3)}", value=rng.choice(["", "x", "y", "z"]))
         elif action < 0.85:
@@ -130,3 +131,51 @@ def test_readers_holding_the_same_messages_agree_whatever_the_order(
     assert a.total_log == b.total_log
     assert a.state.canonical_bytes() == b.state.canonical_bytes()
     assert [m.seq for m in a.status(NOW).missing] == [m.seq for m in b.status(NOW).missing]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    honest=st.integers(2, 4),
+    liars=st.integers(1, 2),
+    steps=st.integers(10, 100),
+    seed=st.integers(0, 2**32),
+)
+def test_lying_writers_invalidate_only_themselves_and_readers_still_agree(
+    honest: int, liars: int, steps: int, seed: int
+) -> None:
+    """Members ``honest..`` claim at random (messages of the future, each other's, cycles) or
+    send garbage; the honest members' messages are all processed everywhere, no honest feed is
+    ever invalid, and readers holding every message agree on what is processed, invalid and
+    ordered, and on the state."""
+    rng = random.Random(seed)
+    space = Space(honest + liars, 1, 16, rng)
+    members = honest + liars
+    for _ in range(steps):
+        if rng.random() < 0.2:
+            liar = rng.randrange(honest, members)
+            indices = sorted(rng.sample(range(members), rng.randrange(members)))
+            delta = tuple((i, rng.randrange(1, 4)) for i in indices if i != liar)
+            space.write_dishonest(liar, None if rng.random() < 0.05 else delta)
+        else:
+            random_run(space, rng, 1, writers=honest)
+    readers = [r for r in space.all() if not honest <= r < members]
+    space.heal()
+    for reader in readers:
+        space.settle(reader)
+    for member in range(honest):
+        space.write(member, Kind.HEARTBEAT)
+    results = set()
+    for reader in readers:
+        space.settle(reader)
+        got = space.readers[reader]
+        processed = {(r.member, r.seq) for r in got.causal_log}
+        assert {m for m in space.written if m[0] < honest} <= processed
+        status = got.status(NOW)
+        assert all(m.invalid is None for m in status.members[:honest])
+        check_causal(space, reader)
+        invalid = tuple(m.invalid[0] if m.invalid else None for m in status.members)
+        results.add((frozenset(processed), invalid, tuple(got.total_log), got.state.canonical_bytes()))
+    assert len(results) == 1
+    [(universe, _, _, _)] = results
+    for reader in readers:
+        check_total(space, reader, set(universe))

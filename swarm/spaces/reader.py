@@ -114,7 +114,9 @@ class SpaceReader:
         for entry in self.total.emit(self.orderer, now):
             record = self.causal_log[self._positions[entry.member][entry.seq]]
             if entry.late:
-                record = LogRecord(record.member, record.key, record.timeframe, record.kind, record.written_at, True)
+                record = LogRecord(
+                    record.member, record.key, record.timeframe, record.kind, record.written_at, True
+                )
             ordered.append(record)
         self.total_log.extend(ordered)
         return causal, ordered

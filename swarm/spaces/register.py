@@ -62,8 +62,7 @@ class LwwMap:
 
     def document(self) -> dict[str, Any]:
         return {
-            name: {"value": r.value, "writer": r.writer.hex(), "seq": r.key.seq}
-            for name, r in self.items()
+            name: {"value": r.value, "writer": r.writer.hex(), "seq": r.key.seq} for name, r in self.items()
         }
 
     def canonical_bytes(self) -> bytes:

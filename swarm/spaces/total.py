@@ -106,11 +106,7 @@ class TotalOrder:
         if not self._pending:
             return []
         key, member = self._pending[0]
-        return [
-            m
-            for m in self._counted(view, now)
-            if m != member and (view.frontier(m) or _BOTTOM) <= key
-        ]
+        return [m for m in self._counted(view, now) if m != member and (view.frontier(m) or _BOTTOM) <= key]
 
     def _counted(self, view: FrontierView, now: float) -> list[int]:
         return [m for m in range(view.members) if self.active(view, m, now) and not view.finished(m)]
