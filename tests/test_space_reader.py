@@ -228,3 +228,12 @@ def test_a_reader_shows_its_writer_what_to_write_next() -> None:
     assert (view.next, view.timeframe, view.previous, view.pending_own) == (1, (0, 0), (-1, 0), 0)
     with pytest.raises(ValueError, match="mode"):
         space.log("fast")
+
+
+def test_total_order_waits_while_the_member_list_is_being_read() -> None:
+    space = reader(A)
+    space.members_complete = False
+    space.offer(0, 0, msg(0, (), (-1,)), 1.0)
+    assert space.pump(1.0) != ([], []) and space.total_log == []  # processed, not ordered
+    space.members_complete = True
+    assert [(r.member, r.seq) for r in space.pump(1.0)[1]] == [(0, 0)]

@@ -91,6 +91,9 @@ class SpaceReader:
         self.causal_log: list[LogRecord] = []
         self.total_log: list[LogRecord] = []
         self._positions: list[array[int]] = []  # per member: causal log position of each seq
+        # False while the shell is still reading the member list: a member found later could
+        # have written messages that sort first, so the total order waits
+        self.members_complete = True
 
     @property
     def members(self) -> int:
@@ -110,7 +113,9 @@ class SpaceReader:
         causal: list[LogRecord] = []
         for processed in self.orderer.drain(now):
             causal.append(self._record(processed))
-        ordered = []
+        ordered: list[LogRecord] = []
+        if not self.members_complete:
+            return causal, ordered
         for entry in self.total.emit(self.orderer, now):
             record = self.causal_log[self._positions[entry.member][entry.seq]]
             if entry.late:

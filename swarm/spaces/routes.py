@@ -26,11 +26,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from localstore.feeds import MAX_INDEX, parse_update
-from localstore.soc import MAX_SOC_DATA_SIZE, InvalidSoc
+from localstore.feeds import MAX_INDEX
+from localstore.soc import MAX_SOC_DATA_SIZE
 from swarm.spaces.messages import InvalidSpaceMessage, Kind, decode_message
 from swarm.spaces.reader import MODES, LogRecord
-from swarm.spaces.replica import NotCaughtUp, Replica
+from swarm.spaces.replica import NotCaughtUp, Replica, stored_payload
 from swarm.spaces.service import RefusedWrite, SpaceService
 
 __all__ = ["SETTLE_TIMEOUT", "space_routes"]
@@ -87,13 +87,10 @@ def record_json(replica: Replica, record: LogRecord, position: int) -> dict[str,
         doc["late"] = True
     if record.kind is not Kind.HEARTBEAT:
         data = replica.source.local(replica.message_address(record.member, record.seq))
+        payload = None if data is None else stored_payload(data)
         try:
-            message = (
-                decode_message(parse_update(owner, replica.topic, record.seq, data).soc.payload)
-                if data
-                else None
-            )
-        except (InvalidSoc, InvalidSpaceMessage):
+            message = None if payload is None else decode_message(payload)
+        except InvalidSpaceMessage:
             message = None
         if message is None:
             doc["missing"] = "the message is no longer in this node's store"
