@@ -176,6 +176,7 @@ class CausalOrderer:
         self._ready: list[tuple[OrderKey, int]] = []
         self._member_waiters: set[int] = set()
         self._graph_changed = False
+        self._set_window()
         self.processed = 0
         self.invalidations: list[Invalidation] = []
 
@@ -198,6 +199,7 @@ class CausalOrderer:
         index = len(self._feeds)
         self._feeds.append(_Feed(index, owner, now))
         self._index[owner] = index
+        self._set_window()
         waiting, self._member_waiters = self._member_waiters, set()
         for feed in sorted(waiting):
             self._evaluate(self._feeds[feed], now)
@@ -205,7 +207,10 @@ class CausalOrderer:
         return index
 
     def window(self) -> int:
-        return max(MIN_WINDOW, self.capacity // max(1, len(self._feeds)))
+        return self._window
+
+    def _set_window(self) -> None:
+        self._window = max(MIN_WINDOW, self.capacity // max(1, len(self._feeds)))
 
     def wanted(self, member: int) -> range:
         """Sequence numbers of ``member``'s feed this engine would take now, from the first it lacks."""
@@ -223,7 +228,7 @@ class CausalOrderer:
         """Message ``seq`` of ``member``'s feed arrived; False if not taken (held already,
         processed, outside the window, or past the point the feed is invalid from)."""
         feed = self._feeds[member]
-        stop = feed.next + self.window()
+        stop = feed.next + self._window
         if feed.invalid_from is not None:
             stop = min(stop, feed.invalid_from)
         if not feed.held_end <= seq < stop or seq in feed.raw:
@@ -275,7 +280,7 @@ class CausalOrderer:
                 self._evaluate(self._feeds[waiter], now)
             self._evaluate(feed, now)
             return Processed(member, head.seq, head.key, head.timeframe, head.message)
-        if self._graph_changed and self._waits_on_held():
+        if self._graph_changed and self._heads_deadlocked():
             self._graph_changed = False
             self._invalidate_cycles(now)
         return None
@@ -357,13 +362,30 @@ class CausalOrderer:
         for _, waiter in sorted(waiters):
             self._evaluate(self._feeds[waiter], now)
 
-    def _waits_on_held(self) -> bool:
-        """Whether some blocked message waits for one held here (only then can a cycle exist)."""
-        for feed in self._feeds:
-            if feed.state is FeedState.BLOCKED and feed.waiting is not None:
-                member, seq = feed.waiting
-                if member < len(self._feeds) and seq < self._feeds[member].held_end:
+    def _heads_deadlocked(self) -> bool:
+        """Whether blocked next messages wait for each other in a ring (each waits for one held
+        message, which needs its feed's next message, which waits in turn): O(members). Only
+        then does the full search run; a cycle further back surfaces here once the messages
+        before it are processed, so readers that hold the same messages agree on it."""
+        state = [0] * len(self._feeds)  # 0 unseen, 1 on the current path, 2 done
+        for start in range(len(self._feeds)):
+            path = []
+            member = start
+            while state[member] == 0:
+                state[member] = 1
+                path.append(member)
+                feed = self._feeds[member]
+                if feed.state is not FeedState.BLOCKED or feed.waiting is None:
+                    break
+                target, seq = feed.waiting
+                if target >= len(self._feeds) or seq >= self._feeds[target].held_end:
+                    break
+                member = target
+            else:
+                if state[member] == 1:
                     return True
+            for seen in path:
+                state[seen] = 2
         return False
 
     def _invalidate_cycles(self, now: float) -> None:

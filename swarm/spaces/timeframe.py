@@ -114,7 +114,7 @@ def delta_between(previous: Timeframe, current: Timeframe, own: int) -> Delta:
 def apply_delta(previous: Timeframe, delta: Delta, own: int, seq: int) -> Timeframe:
     """The timeframe of message ``seq`` of member ``own`` from its predecessor's and its delta."""
     size = max(len(previous), own + 1, delta[-1][0] + 1 if delta else 0)
-    values = [entry(previous, i) for i in range(size)]
+    values = [*previous, *(NONE,) * (size - len(previous))]
     for index, increase in delta:
         if index == own:
             raise InvalidTimeframe(f"member {own}'s own entry is implicit, yet its delta names it")
@@ -140,6 +140,8 @@ def varint(value: int) -> bytes:
 
 def read_varint(data: bytes, offset: int) -> tuple[int, int]:
     """``(value, next offset)``; InvalidTimeframe if truncated, over 64 bits or not minimal."""
+    if offset < len(data) and data[offset] < 0x80:  # one byte: the common case
+        return data[offset], offset + 1
     value = shift = 0
     for position in range(offset, min(offset + 10, len(data))):
         byte = data[position]
