@@ -7,13 +7,17 @@ to the latest held message of that feed at or below the entry (waiting for a lat
 waiting for it as well; messages not held are no nodes, so a wait on them ends a path). A node
 reaches a cycle iff it is left after repeatedly removing nodes without out-going edges (Kahn's
 algorithm on out-degrees), O(nodes + edges).
+
+That search runs only when `ring_of_waits` finds the feeds' next messages waiting for each
+other in a ring, O(members): a cycle further back in the held messages surfaces there once the
+messages before it are processed, so readers that hold the same messages find the same cycles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["reaching_cycles"]
+__all__ = ["reaching_cycles", "ring_of_waits"]
 
 Needs = tuple[tuple[int, int], ...]
 
@@ -63,3 +67,30 @@ def _latest_held(
     if dep >= len(runs) or seq < starts[dep] or not runs[dep]:
         return None
     return offsets[dep] + min(seq - starts[dep], len(runs[dep]) - 1)
+
+
+def ring_of_waits(waits: Sequence[tuple[int, int] | None], held_end: Sequence[int]) -> bool:
+    """Whether the blocked next messages wait for each other in a ring.
+
+    ``waits[m]`` is what member ``m``'s blocked next message waits for, ``(member, seq)``, None
+    if it is not blocked; ``held_end[m]`` is the first sequence number of ``m`` not held. A wait
+    for a held message is a wait for that feed's next message as well (it comes before), so
+    each blocked feed points to at most one other: a ring among them is a deadlock.
+    """
+    state = [0] * len(waits)  # 0 unseen, 1 on the current path, 2 done
+    for start in range(len(waits)):
+        path = []
+        member = start
+        while state[member] == 0:
+            state[member] = 1
+            path.append(member)
+            wait = waits[member]
+            if wait is None or wait[0] >= len(waits) or wait[1] >= held_end[wait[0]]:
+                break
+            member = wait[0]
+        else:
+            if state[member] == 1:
+                return True
+        for seen in path:
+            state[seen] = 2
+    return False

@@ -29,14 +29,11 @@ most ``max(capacity, MIN_WINDOW * members)`` messages.
 from __future__ import annotations
 
 import heapq
-from array import array
-from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
-from enum import Enum
 
-from swarm.spaces.cycles import reaching_cycles
-from swarm.spaces.messages import InvalidSpaceMessage, SpaceMessage, decode_message
+from swarm.spaces.cycles import reaching_cycles, ring_of_waits
+from swarm.spaces.feed_state import FeedState, FeedTrack, Held, Invalidation, Missing, Processed, Wait
+from swarm.spaces.messages import InvalidSpaceMessage, decode_message
 from swarm.spaces.timeframe import InvalidTimeframe, OrderKey, Timeframe, apply_delta
 
 __all__ = [
@@ -54,116 +51,6 @@ DEFAULT_CAPACITY = 1024
 MIN_WINDOW = 4
 
 
-class FeedState(Enum):
-    IDLE = "idle"  # its next message is not here (or the feed is invalid from there)
-    BLOCKED = "waiting"  # its next message waits for a message of another feed
-    READY = "ready"
-
-
-@dataclass(slots=True, eq=False)
-class _Held:
-    """A decoded message waiting to be processed; ``needs`` its changed entries, checked in order."""
-
-    seq: int
-    message: SpaceMessage
-    timeframe: Timeframe
-    key: OrderKey
-    needs: tuple[tuple[int, int], ...]
-    cursor: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Processed:
-    """A message, processed: its member, sequence number, full timeframe and order key."""
-
-    member: int
-    seq: int
-    key: OrderKey
-    timeframe: Timeframe
-    message: SpaceMessage
-
-    @property
-    def owner(self) -> bytes:
-        return self.key.owner
-
-
-@dataclass(frozen=True, slots=True)
-class Invalidation:
-    member: int
-    seq: int
-    reason: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """Member ``member``'s next message ``seq`` waits for ``needs`` (member, seq) since ``since``."""
-
-    member: int
-    seq: int
-    needs: tuple[int, int]
-    since: float
-
-
-@dataclass(frozen=True, slots=True)
-class Missing:
-    """A message this reader does not hold and processing waits for: ``(member, seq)``, or
-    ``seq`` None when member ``member`` itself is not known yet; since when, and by whom."""
-
-    member: int
-    seq: int | None
-    since: float
-    needed_by: tuple[tuple[int, int], ...]
-
-
-class _Feed:
-    __slots__ = (
-        "blocked_since",
-        "decoded",
-        "index",
-        "invalid_from",
-        "invalid_reason",
-        "lamports",
-        "last_arrival",
-        "next",
-        "owner",
-        "processed_tf",
-        "raw",
-        "registered",
-        "state",
-        "tail_lamport",
-        "tail_tf",
-        "waiters",
-        "waiting",
-    )
-
-    def __init__(self, index: int, owner: bytes, now: float) -> None:
-        self.index = index
-        self.owner = owner
-        self.next = 0  # first sequence number not processed
-        self.raw: dict[int, bytes] = {}  # held past a hole, not decodable yet
-        self.decoded: deque[_Held] = deque()  # held and decoded: next, next + 1, ...
-        self.tail_tf: Timeframe = ()  # timeframe of the last decoded message
-        self.tail_lamport = 0
-        self.lamports = array("Q")  # lamport of each processed message, by seq
-        self.processed_tf: Timeframe = ()
-        self.invalid_from: int | None = None
-        self.invalid_reason = ""
-        self.state = FeedState.IDLE
-        self.waiting: tuple[int, int] | None = None
-        self.registered = False  # whether a waiter for `waiting` is in that feed's heap
-        self.blocked_since: float | None = None
-        self.waiters: list[tuple[int, int]] = []  # (seq, feed index) of heads waiting on this feed
-        self.last_arrival = now
-
-    @property
-    def held_end(self) -> int:
-        return self.next + len(self.decoded)
-
-    def head(self) -> _Held | None:
-        return self.decoded[0] if self.decoded else None
-
-
 class CausalOrderer:
     """Processes member messages in an order that respects causality (see the module doc)."""
 
@@ -171,7 +58,7 @@ class CausalOrderer:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self.capacity = capacity
-        self._feeds: list[_Feed] = []
+        self._feeds: list[FeedTrack] = []
         self._index: dict[bytes, int] = {}
         self._ready: list[tuple[OrderKey, int]] = []
         self._member_waiters: set[int] = set()
@@ -197,7 +84,7 @@ class CausalOrderer:
         if owner in self._index:
             return self._index[owner]
         index = len(self._feeds)
-        self._feeds.append(_Feed(index, owner, now))
+        self._feeds.append(FeedTrack(index, owner, now))
         self._index[owner] = index
         self._set_window()
         waiting, self._member_waiters = self._member_waiters, set()
@@ -238,7 +125,7 @@ class CausalOrderer:
         self._decode_run(feed, now)
         return True
 
-    def _decode_run(self, feed: _Feed, now: float) -> None:
+    def _decode_run(self, feed: FeedTrack, now: float) -> None:
         while feed.held_end in feed.raw and feed.invalid_from is None:
             seq = feed.held_end
             payload = feed.raw.pop(seq)
@@ -250,7 +137,7 @@ class CausalOrderer:
                 return
             lamport = feed.tail_lamport + 1 + sum(increase for _, increase in message.delta)
             needs = tuple((index, timeframe[index]) for index, _ in message.delta)
-            feed.decoded.append(_Held(seq, message, timeframe, OrderKey(lamport, feed.owner, seq), needs))
+            feed.decoded.append(Held(seq, message, timeframe, OrderKey(lamport, feed.owner, seq), needs))
             feed.tail_tf, feed.tail_lamport = timeframe, lamport
             self._graph_changed = True
             if seq == feed.next:
@@ -289,7 +176,7 @@ class CausalOrderer:
         while (processed := self.step(now)) is not None:
             yield processed
 
-    def _evaluate(self, feed: _Feed, now: float) -> None:
+    def _evaluate(self, feed: FeedTrack, now: float) -> None:
         """Check the next message of ``feed``: ready (queued), or blocked on its first unmet need."""
         head = feed.head()
         if feed.state is FeedState.READY or head is None or head.seq != feed.next:
@@ -317,12 +204,12 @@ class CausalOrderer:
         feed.state, feed.waiting, feed.blocked_since = FeedState.READY, None, None
         heapq.heappush(self._ready, (head.key, feed.index))
 
-    def _block(self, feed: _Feed, needs: tuple[int, int], now: float) -> None:
+    def _block(self, feed: FeedTrack, needs: tuple[int, int], now: float) -> None:
         feed.state, feed.waiting = FeedState.BLOCKED, needs
         if feed.blocked_since is None:
             feed.blocked_since = now
 
-    def _understated(self, head: _Held) -> str | None:
+    def _understated(self, head: Held) -> str | None:
         """Why the head's order key cannot be honest (it does not exceed a covered message's)."""
         for member, seq in head.needs:
             covered = self._feeds[member].lamports[seq]
@@ -335,12 +222,12 @@ class CausalOrderer:
 
     # -- invalid feeds -----------------------------------------------------------------------------
 
-    def _invalidate(self, feed: _Feed, seq: int, reason: str, now: float) -> None:
+    def _invalidate(self, feed: FeedTrack, seq: int, reason: str, now: float) -> None:
         """Feed ``feed`` is invalid from message ``seq`` on: drop what it holds from there and
         invalidate the messages waiting on them."""
         self._wake(self._mark_invalid(feed, seq, reason, now), now)
 
-    def _mark_invalid(self, feed: _Feed, seq: int, reason: str, now: float) -> list[tuple[int, int]]:
+    def _mark_invalid(self, feed: FeedTrack, seq: int, reason: str, now: float) -> list[tuple[int, int]]:
         """Mark the feed invalid from ``seq`` and drop what it holds from there; returns the
         waiters on dropped messages, to be woken (and invalidated) once all marks are made."""
         if feed.invalid_from is not None and feed.invalid_from <= seq:
@@ -363,30 +250,10 @@ class CausalOrderer:
             self._evaluate(self._feeds[waiter], now)
 
     def _heads_deadlocked(self) -> bool:
-        """Whether blocked next messages wait for each other in a ring (each waits for one held
-        message, which needs its feed's next message, which waits in turn): O(members). Only
-        then does the full search run; a cycle further back surfaces here once the messages
-        before it are processed, so readers that hold the same messages agree on it."""
-        state = [0] * len(self._feeds)  # 0 unseen, 1 on the current path, 2 done
-        for start in range(len(self._feeds)):
-            path = []
-            member = start
-            while state[member] == 0:
-                state[member] = 1
-                path.append(member)
-                feed = self._feeds[member]
-                if feed.state is not FeedState.BLOCKED or feed.waiting is None:
-                    break
-                target, seq = feed.waiting
-                if target >= len(self._feeds) or seq >= self._feeds[target].held_end:
-                    break
-                member = target
-            else:
-                if state[member] == 1:
-                    return True
-            for seen in path:
-                state[seen] = 2
-        return False
+        """Whether blocked next messages wait for each other in a ring: only then does the full
+        search for cycles run (see `swarm.spaces.cycles.ring_of_waits`)."""
+        waits = [f.waiting if f.state is FeedState.BLOCKED else None for f in self._feeds]
+        return ring_of_waits(waits, [f.held_end for f in self._feeds])
 
     def _invalidate_cycles(self, now: float) -> None:
         runs = [[held.needs for held in feed.decoded] for feed in self._feeds]
