@@ -8,16 +8,31 @@ Here every chunk is written once, at its slot, and read with ``pread``: the kern
 holds the file, not the process. Where each chunk is, is recorded by the pull index
 (localstore/pullindex.py) and the address index (localstore/addressindex.py).
 
-Slot ``n`` starts at byte ``n * SLOT_SIZE`` and holds ``address (32) || span (8) || payload``,
-zero-padded to the slot size. The address in the slot lets a read prove it found the right
-chunk: a slot whose write never reached the disk (a power cut, not a killed process) or that was
-overwritten reads back as another address, and raises ChunkDamaged instead of being served.
+Slot ``n`` starts at byte ``n * SLOT_SIZE`` and holds ``address (32) || checksum (8) || data``,
+zero-padded to the slot size; ``data`` is up to ``SLOT_DATA_SIZE`` bytes (a single-owner chunk's
+``id || signature || span || payload``; a content chunk's ``span || payload`` is at most 4104).
+Its length is kept by the indexes. ``checksum`` is the 64-bit XXH3 hash of ``address || data``,
+big-endian. Every read checks both: the address proves the slot holds the right chunk (a write
+that never reached the disk, or one overwritten), the checksum that its bytes are the ones
+written (bit rot, a torn write). Either failing raises ChunkDamaged, and the store drops the
+chunk instead of serving it.
+
+Why XXH3 (the ``xxhash`` package) and not the BMT or a hash from the standard library: checking
+a 4 KiB chunk's BMT address costs 127 Keccak calls, 110-340 us; over 128 distinct chunks (as a
+batch of reads or writes touches them) XXH3-64 costs about 0.2 us a chunk, ``zlib.crc32`` about
+1.3 us, BLAKE2b-8 about 8 us (``python -m benches.localstore`` prints them; docs/performance.md).
+A get is 8-9 us, so the BMT would make it about 25 times dearer, CRC-32 about 15 % dearer, XXH3
+a few per cent. The disk is not an adversary, so a fast non-cryptographic hash suffices: 64 bits miss
+random damage with probability 2**-64. Chunks from peers are still BMT-verified before they are
+stored.
 
 Chunks are never deleted, so slots are handed out in order and the next free slot is the
 number of bin IDs the store has given out: no free list, nothing else to persist (a damaged
-chunk that is dropped keeps its slot). Slots are written *before* the LevelDB
-batch that commits them (it raises the bins' cursors), so a crash in between leaves only
-uncommitted bytes past the last committed slot, which ``open`` cuts off.
+chunk that is dropped keeps its slot). Slots are written *before* the LevelDB batch that commits
+them (it raises the bins' cursors), so a crash in between leaves only uncommitted bytes past the
+last committed slot, which ``open`` cuts off. A power cut can do the opposite, keep the batch and
+lose the file's last writes: ``open`` then reports the slots lost (``lost``), whose chunks the
+store drops, and the file is cut to its last whole slot and extended back with zeros.
 """
 
 from __future__ import annotations
@@ -25,13 +40,38 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from localstore.chunk import ADDRESS_SIZE, CHUNK_SIZE, SPAN_SIZE, Chunk
-from localstore.errors import ChunkDamaged, StoreCorrupt
+import xxhash
 
-__all__ = ["CHUNK_FILE_NAME", "SLOT_SIZE", "ChunkFile"]
+from localstore.chunk import ADDRESS_SIZE, MAX_DATA_SIZE, Chunk
+from localstore.errors import MOVE_AWAY, ChunkDamaged, StoreCorrupt
+
+__all__ = [
+    "CHECKSUM_SIZE",
+    "CHUNK_FILE_NAME",
+    "SLOT_DATA_SIZE",
+    "SLOT_HEADER_SIZE",
+    "SLOT_SIZE",
+    "ChunkFile",
+    "checksum",
+]
 
 CHUNK_FILE_NAME = "CHUNKS"
-SLOT_SIZE = ADDRESS_SIZE + SPAN_SIZE + CHUNK_SIZE
+SLOT_DATA_SIZE = MAX_DATA_SIZE
+"""Most data a slot holds, 4201 bytes: a single-owner chunk, id (32) || signature (65) || span (8)
+|| payload (4096)."""
+CHECKSUM_SIZE = 8
+SLOT_HEADER_SIZE = ADDRESS_SIZE + CHECKSUM_SIZE
+"""Address and checksum, before the data."""
+SLOT_SIZE = SLOT_HEADER_SIZE + SLOT_DATA_SIZE
+_HEADER = SLOT_HEADER_SIZE
+
+
+def checksum(address: bytes, data: bytes) -> bytes:
+    """The checksum a slot keeps for ``address || data``: XXH3-64, big-endian.
+
+    (Hashing the concatenation in one call is cheaper than feeding a hasher object twice.)
+    """
+    return xxhash.xxh3_64_digest(address + data)
 
 
 class ChunkFile:
@@ -41,30 +81,49 @@ class ChunkFile:
         """Open the slot file of a store that indexes ``indexed`` chunks (slots ``0..indexed-1``).
 
         The file is created if the store has no chunks yet. Bytes past the last indexed slot were
-        written by a put that never committed; they are cut off. A missing file, or one shorter
-        than the index needs, is corruption.
+        written by a put that never committed; they are cut off. A file shorter than the index
+        needs lost its last writes (a power cut): ``lost`` names the slots whose data is gone
+        (``torn`` is how many bytes of a partial slot are there), and ``repair_lost`` restores the
+        file's size. A missing file cannot be recovered (every chunk would be lost).
         """
         self.path = os.path.join(directory, CHUNK_FILE_NAME)
         self._directory = directory
+        self.lost = range(indexed, indexed)
+        self.torn = 0
         flags = os.O_RDWR | (os.O_CREAT if indexed == 0 else 0)
         try:
             self._fd = os.open(self.path, flags, 0o644)
         except FileNotFoundError:
-            raise StoreCorrupt(directory, f"the chunk data file {CHUNK_FILE_NAME} is missing") from None
+            raise StoreCorrupt(
+                directory,
+                f"the chunk data file {CHUNK_FILE_NAME} is missing though the index names "
+                f"{indexed} chunks; {MOVE_AWAY}",
+            ) from None
         try:
-            size = os.fstat(self._fd).st_size
-            needed = indexed * SLOT_SIZE
-            if size < needed:
-                raise StoreCorrupt(
-                    directory,
-                    f"{CHUNK_FILE_NAME} holds {size // SLOT_SIZE} whole slots "
-                    f"but the index names {indexed} chunks",
-                )
-            if size > needed:
-                os.ftruncate(self._fd, needed)
+            self._fit(indexed)
         except BaseException:
             os.close(self._fd)
             raise
+
+    def _fit(self, indexed: int) -> None:
+        size = os.fstat(self._fd).st_size
+        needed = indexed * SLOT_SIZE
+        if size > needed:
+            os.ftruncate(self._fd, needed)
+        elif size < needed:
+            whole = size // SLOT_SIZE
+            self.lost = range(whole, indexed)
+            self.torn = size - whole * SLOT_SIZE
+
+    def repair_lost(self) -> None:
+        """Give the lost slots back their place in the file, as zeros (which match no address).
+
+        Called once the store no longer trusts an index that may name them (recovery.py).
+        """
+        if self.lost:
+            os.ftruncate(self._fd, self.lost.start * SLOT_SIZE)  # zero what is left of a torn slot
+            os.ftruncate(self._fd, self.lost.stop * SLOT_SIZE)
+            os.fdatasync(self._fd)
 
     def close(self) -> None:
         """Close the file. Idempotent."""
@@ -72,32 +131,45 @@ class ChunkFile:
             fd, self._fd = self._fd, -1
             os.close(fd)
 
+    def sync(self) -> None:
+        """Flush what was written to the disk (at a clean close, so a power cut after it loses nothing)."""
+        os.fdatasync(self._fd)
+
     def write(self, first_slot: int, chunks: Sequence[Chunk]) -> None:
-        """Write ``chunks`` into the consecutive slots starting at ``first_slot``, in one call."""
+        """Write ``chunks`` into the consecutive slots starting at ``first_slot``, in one call.
+
+        Raises ValueError, writing nothing, if a chunk's data does not fit a slot.
+        """
         if not chunks:
             return
         records = []
         for chunk in chunks:
-            records.append(chunk.address)
-            records.append(chunk.data)
-            padding = SLOT_SIZE - ADDRESS_SIZE - len(chunk.data)
-            if padding:
-                records.append(bytes(padding))
+            address, data = chunk.address, chunk.data
+            if len(data) > SLOT_DATA_SIZE:
+                raise ValueError(
+                    f"chunk {address.hex()} has {len(data)} bytes of data; a slot holds {SLOT_DATA_SIZE}"
+                )
+            records.append(address)
+            records.append(checksum(address, data))
+            records.append(data)
+            records.append(bytes(SLOT_DATA_SIZE - len(data)))
         buffer = memoryview(b"".join(records))
         offset = first_slot * SLOT_SIZE
         while buffer:
             written = os.pwrite(self._fd, buffer, offset)
             buffer, offset = buffer[written:], offset + written
 
-    def check(self, slot: int, address: bytes) -> None:
-        """Raise ChunkDamaged unless ``slot`` starts with ``address``."""
-        found = os.pread(self._fd, ADDRESS_SIZE, slot * SLOT_SIZE)
-        if found != address:
-            raise ChunkDamaged(self._directory, address, slot, found)
-
     def read(self, slot: int, length: int, address: bytes) -> bytes:
-        """The data (span || payload, ``length`` bytes) of the chunk ``address`` kept at ``slot``."""
-        record = os.pread(self._fd, ADDRESS_SIZE + length, slot * SLOT_SIZE)
-        if record[:ADDRESS_SIZE] != address or len(record) != ADDRESS_SIZE + length:
-            raise ChunkDamaged(self._directory, address, slot, record[:ADDRESS_SIZE])
-        return record[ADDRESS_SIZE:]
+        """The data (``length`` bytes) of the chunk ``address`` kept at ``slot``.
+
+        Raises ChunkDamaged unless the slot starts with ``address`` and its checksum matches.
+        """
+        record = os.pread(self._fd, _HEADER + length, slot * SLOT_SIZE)
+        found = record[:ADDRESS_SIZE]
+        if found != address or len(record) != _HEADER + length:
+            raise ChunkDamaged(self._directory, address, slot, f"holds {found.hex() or 'nothing'}")
+        data = record[_HEADER:]
+        if checksum(address, data) != record[ADDRESS_SIZE:_HEADER]:
+            problem = "its data does not match its checksum (bit rot or a torn write)"
+            raise ChunkDamaged(self._directory, address, slot, problem)
+        return data

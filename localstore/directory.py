@@ -5,6 +5,12 @@ LevelDB is created, and is locked with flock on that marker for the store's life
 own LOCK is lost when one process opens a directory twice). A directory without the marker is
 refused before LevelDB touches it, and a failed open of one of ours is undone (LevelDB rotates
 its LOG even when it fails), so a foreign, corrupt or locked directory is left byte-identical.
+
+One kind of damage to our own LevelDB is repaired instead: a lost or garbled ``CURRENT`` or
+``MANIFEST`` (what a power cut can leave of the file that names the live tables). Those only
+describe which table and log files hold the data, so ``plyvel.repair_db``, which rebuilds them by
+reading every table and log, loses nothing; it is logged at WARNING. Lost or damaged tables are
+refused (a repair would silently drop the cursors and sync state they held).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -21,10 +28,11 @@ from typing import Any
 import plyvel
 
 from localstore.chunkfile import CHUNK_FILE_NAME
-from localstore.errors import OverlayMismatch, StoreCorrupt, StoreLocked, UnsupportedStoreVersion
+from localstore.errors import MOVE_AWAY, OverlayMismatch, StoreCorrupt, StoreLocked, UnsupportedStoreVersion
 
-FORMAT_VERSION = 3
-"""3: chunk data, pull index and address index in files, LevelDB holds cursors and state;
+FORMAT_VERSION = 4
+"""4: slots of 4,241 bytes with a 64-bit checksum each, holding up to 4,201 bytes (single-owner chunks);
+3: chunk data, pull index and address index in files, LevelDB holds cursors and state;
 2: chunk data in the slot file CHUNKS, its index in LevelDB; 1: chunk data inside LevelDB."""
 
 # LevelDB holds only the metadata, the bin cursors and other components' state (interval sets):
@@ -41,11 +49,20 @@ MARKER_FORMAT = "swarm-sync localstore"
 # Files LevelDB creates before it has stored anything; any other LevelDB file means data.
 _LEVELDB_HOUSEKEEPING = frozenset({"LOCK", "LOG", "LOG.old"})
 _LEVELDB_DATA = re.compile(r"^(CURRENT|MANIFEST-\d+|\d+\.(log|ldb|sst|dbtmp))$")
+_LEVELDB_RECORDS = re.compile(r"^\d+\.(log|ldb|sst)$")
+# LevelDB's corruption reports about CURRENT or the MANIFEST ("descriptor"), which repair_db
+# rebuilds from the tables and logs without loss; anything else (a lost or damaged table, an I/O
+# error) is refused. Matched against the message with the store's path taken out.
+_DESCRIPTOR_DAMAGE = re.compile(r"CURRENT|MANIFEST|descriptor")
+
+log = logging.getLogger(__name__)
 
 
 def plyvel_message(exc: BaseException) -> str:
+    """A LevelDB error as one line of text."""
     arg = exc.args[0] if exc.args else exc
-    return arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)
+    text = arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)
+    return " ".join(text.split())
 
 
 def claim_directory(path: str, overlay: bytes) -> int:
@@ -119,25 +136,68 @@ def _write_marker(path: str, marker: str, overlay: bytes) -> None:
 
 
 def open_leveldb(path: str) -> plyvel.DB:
-    """Open (or, when the marker is fresh, create) the LevelDB; on failure leave no trace."""
+    """Open (or, when the marker is fresh, create) the LevelDB, repairing a lost or garbled
+    CURRENT or MANIFEST; on a failure it cannot repair, leave no trace."""
     entries = set(os.listdir(path))
     if "CURRENT" not in entries:
-        data = {name for name in entries if _LEVELDB_DATA.match(name)}
+        if any(_LEVELDB_RECORDS.match(name) for name in entries):
+            return _repair_and_open(path, "its CURRENT file is missing")
         if CHUNK_FILE_NAME in entries and os.path.getsize(os.path.join(path, CHUNK_FILE_NAME)):
-            data.add(CHUNK_FILE_NAME)
-        if data:
-            raise StoreCorrupt(path, f"the LevelDB CURRENT file is missing (found {sorted(data)})")
+            found = sorted(name for name in entries if _LEVELDB_DATA.match(name) or name == CHUNK_FILE_NAME)
+            raise StoreCorrupt(
+                path,
+                f"the LevelDB CURRENT file is missing and no table or log is left to repair it from "
+                f"(found {found}); {MOVE_AWAY}",
+            )
+        # A new store (or one whose creation stopped before LevelDB wrote anything to keep).
         return plyvel.DB(path, create_if_missing=True, **LEVELDB_OPTIONS)
-    with _undo_failed_open(path):
-        try:
-            return plyvel.DB(path, create_if_missing=False, **LEVELDB_OPTIONS)
-        except plyvel.IOError as exc:
-            message = plyvel_message(exc)
-            if "LOCK" in message:
-                raise StoreLocked(path, message) from exc
-            raise StoreCorrupt(path, f"LevelDB cannot open it: {message}") from exc
-        except plyvel.Error as exc:
-            raise StoreCorrupt(path, f"LevelDB cannot open it: {plyvel_message(exc)}") from exc
+    try:
+        with _undo_failed_open(path):
+            return _open_existing(path)
+    except _DescriptorDamaged as exc:
+        return _repair_and_open(path, exc.problem)
+    except StoreCorrupt as exc:
+        raise StoreCorrupt(path, f"{exc.problem}; {MOVE_AWAY}") from exc
+
+
+class _DescriptorDamaged(StoreCorrupt):
+    """LevelDB reports its CURRENT or MANIFEST corrupt or missing: repair_db rebuilds them."""
+
+
+def _open_existing(path: str) -> plyvel.DB:
+    try:
+        return plyvel.DB(path, create_if_missing=False, **LEVELDB_OPTIONS)
+    except plyvel.CorruptionError as exc:
+        message = plyvel_message(exc)
+        damaged = _DescriptorDamaged if _DESCRIPTOR_DAMAGE.search(message.replace(path, "")) else StoreCorrupt
+        raise damaged(path, f"LevelDB cannot open it: {message}") from exc
+    except plyvel.IOError as exc:
+        message = plyvel_message(exc)
+        if "LOCK" in message:
+            raise StoreLocked(path, message) from exc
+        raise StoreCorrupt(path, f"LevelDB cannot open it: {message}") from exc
+    except plyvel.Error as exc:
+        raise StoreCorrupt(path, f"LevelDB cannot open it: {plyvel_message(exc)}") from exc
+
+
+def _repair_and_open(path: str, problem: str) -> plyvel.DB:
+    """Rebuild the LevelDB's CURRENT and MANIFEST from its tables and logs, then open it."""
+    log.warning(
+        "store %s: %s; repairing the LevelDB with plyvel.repair_db (files it cannot use go to %s)",
+        path,
+        problem,
+        os.path.join(path, "lost"),
+    )
+    try:
+        plyvel.repair_db(path, **LEVELDB_OPTIONS)
+    except plyvel.Error as exc:
+        raise StoreCorrupt(path, f"LevelDB repair failed: {plyvel_message(exc)}; {MOVE_AWAY}") from exc
+    try:
+        db = _open_existing(path)
+    except StoreCorrupt as exc:
+        raise StoreCorrupt(path, f"{exc.problem} (after a repair); {MOVE_AWAY}") from exc
+    log.warning("store %s: the LevelDB is repaired", path)
+    return db
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "MOVE_AWAY",
     "ChunkDamaged",
     "ChunkNotFound",
     "OverlayMismatch",
@@ -12,6 +13,13 @@ __all__ = [
     "StoreLocked",
     "UnsupportedStoreVersion",
 ]
+
+
+MOVE_AWAY = (
+    "move the directory away and the node starts an empty store and syncs again"
+    "; its identity is kept outside the store"
+)
+"""What to do about a store that cannot be recovered; ends the one-line refusals."""
 
 
 class StoreError(Exception):
@@ -42,10 +50,7 @@ class UnsupportedStoreVersion(StoreError):
     def __init__(self, path: str, found: object, supported: int) -> None:
         hint = ""
         if isinstance(found, int) and found < supported:
-            hint = (
-                " (an older format: move the directory away and the node starts an empty store"
-                " and syncs again; its identity is kept outside the store)"
-            )
+            hint = f" (an older format: {MOVE_AWAY})"
         super().__init__(
             f"store {path} has format version {found!r}; this code reads version {supported} only{hint}"
         )
@@ -67,20 +72,21 @@ class OverlayMismatch(StoreError):
 
 
 class ChunkDamaged(StoreError):
-    """A chunk is indexed but its slot in the chunk file holds something else.
+    """A chunk is indexed but its slot in the chunk file holds something else, or damaged bytes.
 
-    What a power cut can leave (the index reached the disk, the slot did not) or an edit of the
-    file. The chunk is treated as missing by its readers; the rest of the store is unaffected.
+    What a power cut can leave (the index reached the disk, the slot did not), bit rot, or an
+    edit of the file. The store drops the chunk (it reads as missing from then on, to be
+    fetched or synced again); the rest of the store is unaffected.
     """
 
-    def __init__(self, path: str, address: bytes, slot: int, found: bytes) -> None:
+    def __init__(self, path: str, address: bytes, slot: int, problem: str) -> None:
         super().__init__(
-            f"store {path}: slot {slot} of the chunk file should hold chunk {address.hex()} "
-            f"but holds {found.hex() or 'nothing'}"
+            f"store {path}: slot {slot} of the chunk file should hold chunk {address.hex()} but {problem}"
         )
         self.path = path
         self.address = address
         self.slot = slot
+        self.problem = problem
 
 
 class StoreClosed(StoreError):

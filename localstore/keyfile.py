@@ -9,6 +9,7 @@ group or others may access it (as ssh refuses such keys) or if it is not a regul
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -34,6 +35,13 @@ def create_owner_only(path: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         path.unlink()  # ours (O_EXCL): never leave a half-written key behind
         raise
+    if os.name == "posix":  # make the new directory entry durable too
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            with contextlib.suppress(OSError):
+                os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def read_owner_only(path: str | os.PathLike[str], limit: int) -> bytes:

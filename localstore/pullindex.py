@@ -10,7 +10,12 @@ field is all ones (``HOLE_SLOT``) and its address all zeros.
 These files are the store's record of which chunks it holds; the address index
 (localstore/addressindex.py) is derived from them. Entries are written before the LevelDB batch
 that raises their bins' cursors, so a crash in between leaves entries past a cursor, which
-``open`` cuts off, like the chunk file's uncommitted tail. Why files and not LevelDB keys:
+``open`` cuts off, like the chunk file's uncommitted tail. A power cut can instead keep the batch
+and lose a file's last writes (or a new file): ``open`` reports them, and the file is cut to its
+last whole entry and the bin IDs up to the cursor filled with holes, so the bin keeps its cursor (peers keep
+intervals over its bin IDs, which must never be given out twice) and ``lost`` reports them.
+The chunks the lost entries named are no longer indexed; their slots stay taken. Why files and
+not LevelDB keys:
 appends of keys spread over 32 bins overlap every table LevelDB has, so each compaction rewrote
 all of them through mmapped pages that count in the node's memory (docs/performance.md).
 """
@@ -74,11 +79,15 @@ class PullIndex:
     def __init__(self, directory: str, cursors: Sequence[int]) -> None:
         """Open the pull files of a store whose bins have the given cursors (highest bin IDs).
 
-        A bin with chunks whose file is missing or shorter than its cursor needs is corruption;
-        entries past a cursor were written by a put that never committed and are cut off.
+        Entries past a cursor were written by a put that never committed and are cut off. A bin
+        whose file is missing or shorter than its cursor needs lost its last entries: ``lost``
+        maps the bin to their bin IDs (``torn`` to the bytes of a partial entry there), and
+        ``repair_lost`` makes them holes.
         """
         self._directory = directory
         self._fds: dict[int, int] = {}
+        self.lost: dict[int, range] = {}
+        self.torn: dict[int, int] = {}
         try:
             for bin, cursor in enumerate(cursors):
                 self._open_bin(bin, cursor)
@@ -87,28 +96,31 @@ class PullIndex:
             raise
 
     def _open_bin(self, bin: int, cursor: int) -> None:
-        name = pull_file_name(bin)
-        path = os.path.join(self._directory, name)
+        path = os.path.join(self._directory, pull_file_name(bin))
         if cursor == 0:
             if os.path.exists(path):
                 os.truncate(path, 0)
             return
-        try:
-            fd = os.open(path, os.O_RDWR)
-        except FileNotFoundError:
-            raise StoreCorrupt(
-                self._directory, f"the pull index file {name} of bin {bin} is missing"
-            ) from None
-        self._fds[bin] = fd
+        fd = self._fds[bin] = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         size = os.fstat(fd).st_size
         needed = cursor * ENTRY_SIZE
-        if size < needed:
-            raise StoreCorrupt(
-                self._directory,
-                f"{name} holds {size // ENTRY_SIZE} whole entries but bin {bin}'s cursor is {cursor}",
-            )
         if size > needed:
             os.ftruncate(fd, needed)
+        elif size < needed:
+            whole = size // ENTRY_SIZE
+            self.lost[bin] = range(whole + 1, cursor + 1)
+            self.torn[bin] = size - whole * ENTRY_SIZE
+
+    def repair_lost(self) -> None:
+        """Cut each torn file to its last whole entry and fill the lost bin IDs with holes.
+
+        Called once the store no longer trusts an index that may name their chunks (recovery.py).
+        """
+        for bin, ids in self.lost.items():
+            fd = self._fds[bin]
+            os.ftruncate(fd, (ids.start - 1) * ENTRY_SIZE)
+            _write_all(fd, _HOLE * len(ids), (ids.start - 1) * ENTRY_SIZE)
+            os.fdatasync(fd)
 
     def _fd(self, bin: int) -> int:
         fd = self._fds.get(bin)
@@ -123,16 +135,15 @@ class PullIndex:
         for fd in fds.values():
             os.close(fd)
 
+    def sync(self) -> None:
+        """Flush every file to the disk (at a clean close, so a power cut after it loses nothing)."""
+        for fd in self._fds.values():
+            os.fdatasync(fd)
+
     def append(self, bin: int, first_bin_id: int, entries: Sequence[bytes]) -> None:
         """Write encoded ``entries`` (see encode_entry) for bin IDs from ``first_bin_id`` on."""
-        if not entries:
-            return
-        buffer = memoryview(b"".join(entries))
-        offset = (first_bin_id - 1) * ENTRY_SIZE
-        fd = self._fd(bin)
-        while buffer:
-            written = os.pwrite(fd, buffer, offset)
-            buffer, offset = buffer[written:], offset + written
+        if entries:
+            _write_all(self._fd(bin), b"".join(entries), (first_bin_id - 1) * ENTRY_SIZE)
 
     def punch(self, bin: int, bin_id: int) -> None:
         """Turn the entry of ``bin_id`` into a hole."""
@@ -152,3 +163,10 @@ class PullIndex:
                     self._directory, f"{pull_file_name(bin)} ends before bin ID {block_start + count - 1}"
                 )
             yield from decode_entries(raw, block_start)
+
+
+def _write_all(fd: int, data: bytes, offset: int) -> None:
+    buffer = memoryview(data)
+    while buffer:
+        written = os.pwrite(fd, buffer, offset)
+        buffer, offset = buffer[written:], offset + written

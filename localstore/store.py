@@ -8,8 +8,10 @@ handed out in order and the sum of the cursors is the next free slot. A new chun
 pull-index entry are written first; the LevelDB batch that raises its bin's cursor commits it (a
 crash before leaves bytes past the cursors, which opening cuts off); the address index is updated
 last, and rebuilt from the pull index whenever it was not closed cleanly. A chunk whose slot turns
-out damaged (what a power cut can leave) is dropped when found: its pull-index entry becomes a
-hole and its address leaves the index, so it reads as missing and can be synced again.
+out damaged (its address or checksum does not match: a power cut's lost write, bit rot) is dropped
+when a read finds it: its pull-index entry becomes a hole and its address leaves the index, so it
+reads as missing and can be synced again. Opening drops the chunks a power cut took the data or
+pull-index entries of in the same way (localstore/recovery.py).
 
 Only the cursors and small state live in LevelDB, because LevelDB 1.22 (bundled with plyvel)
 reads its tables through mmap: per-chunk keys made its compactions' working set, and so the
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import plyvel
@@ -59,6 +61,8 @@ class StoreStatistics:
     chunks: int
     cursors: tuple[int, ...]
     epoch: int
+    dropped: int = 0
+    """Damaged chunks dropped since the store was opened (by opening's recovery and by reads)."""
 
 
 def _check_bin(bin: int) -> None:
@@ -90,6 +94,8 @@ class LocalStore:
         self._index = files.index
         self._cursors = files.cursors
         self._epoch = files.epoch
+        self._dropped = files.dropped
+        self.on_drop: Callable[[bytes], None] | None = None  # told each damaged chunk dropped
         self._finalizer = weakref.finalize(self, files.release)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -204,7 +210,8 @@ class LocalStore:
     def get(self, address: bytes) -> Chunk:
         """The stored chunk at ``address``; raises ChunkNotFound.
 
-        Raises ChunkDamaged if its slot holds something else, and drops the chunk (see _forget).
+        Raises ChunkDamaged, and drops the chunk (see _forget), if its slot holds another
+        address or data that fails the slot's checksum: a damaged chunk is never returned.
         """
         entry = self._entry_of(address)
         try:
@@ -214,13 +221,15 @@ class LocalStore:
             raise
 
     def check_slot(self, address: bytes) -> None:
-        """Raise ChunkNotFound or ChunkDamaged (dropping the chunk) unless ``address`` is readable.
+        """Raise ChunkNotFound or ChunkDamaged (dropping the chunk) unless get would succeed.
 
-        Cheaper than get: reads only the address at the start of the chunk's slot.
+        The upstream calls it for every chunk it offers, so that a damaged chunk is not offered
+        and then found undeliverable. It reads the whole slot (a 4 KiB pread and an XXH3 hash, about
+        1 us more than the address alone: docs/performance.md) but builds no Chunk.
         """
         entry = self._entry_of(address)
         try:
-            self._chunk_file.check(entry.slot, address)
+            self._chunk_file.read(entry.slot, entry.length, address)
         except ChunkDamaged:
             self._forget(address, entry.bin_id)
             raise
@@ -241,6 +250,9 @@ class LocalStore:
         gives it a new bin ID and a new slot.
         """
         self._pull_index.punch(self.bin_of(address), bin_id)
+        self._dropped += 1
+        if self.on_drop is not None:
+            self.on_drop(address)
         try:
             self._index.remove(address)
         except BaseException:
@@ -339,8 +351,11 @@ class LocalStore:
     # -- introspection -------------------------------------------------------------------------
 
     def statistics(self) -> StoreStatistics:
-        """Chunk count, per-bin cursors and epoch, from memory (cheap enough for /metrics)."""
-        return StoreStatistics(chunks=len(self), cursors=tuple(self._cursors), epoch=self._epoch)
+        """Chunk count, per-bin cursors, epoch and chunks dropped, from memory (cheap enough for
+        /metrics)."""
+        return StoreStatistics(
+            chunks=len(self), cursors=tuple(self._cursors), epoch=self._epoch, dropped=self._dropped
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self._db is None else f"{len(self)} chunks"

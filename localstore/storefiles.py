@@ -26,22 +26,27 @@ directories (corruption) is undone (LOG restored, new files removed). The marker
 ``flock`` for the store's lifetime: LevelDB 1.22 drops its own POSIX lock when the same process
 tries to open a directory twice, so a second opener, in this process or another, is turned
 away before LevelDB is asked. The LevelDB metadata stays the authority; the two must agree.
+
+What a crash or a power cut can leave, and how opening recovers from it, is in
+localstore/recovery.py (the files) and localstore/directory.py (LevelDB). A clean close flushes
+every file and LevelDB's log to the disk before it marks the address index clean, so a power cut
+after a clean close loses nothing.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from dataclasses import dataclass
 
 import plyvel
 
-from localstore.addressindex import AddressIndex, IndexEntry
-from localstore.chunkfile import ChunkFile
+from localstore.addressindex import AddressIndex
+from localstore.chunkfile import CHUNK_FILE_NAME, ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
-from localstore.errors import StoreCorrupt, UnsupportedStoreVersion
-from localstore.pullindex import PullIndex
+from localstore.errors import MOVE_AWAY, StoreCorrupt, UnsupportedStoreVersion
+from localstore.pullindex import PullIndex, pull_file_name
+from localstore.recovery import rebuild_index, repair_torn_files
 
 __all__ = ["BINS", "KEY_BIN_COUNTER", "KEY_STATE", "MAX_BIN", "META_VERSION", "StoreFiles"]
 
@@ -56,12 +61,14 @@ META_VERSION = KEY_META + b"version"
 META_OVERLAY = KEY_META + b"overlay"
 META_EPOCH = KEY_META + b"epoch"
 
-log = logging.getLogger(__name__)
-
 
 @dataclass(slots=True)
 class StoreFiles:
-    """Everything an open store holds open; ``cursors`` is the store's live list of bin cursors."""
+    """Everything an open store holds open; ``cursors`` is the store's live list of bin cursors.
+
+    ``dropped`` is how many chunks opening dropped because their data or pull-index entries
+    were lost.
+    """
 
     db: plyvel.DB
     chunk_file: ChunkFile
@@ -70,12 +77,14 @@ class StoreFiles:
     lock_fd: int
     cursors: list[int]
     epoch: int
+    dropped: int
 
     @classmethod
     def open(cls, path: str, overlay: bytes) -> StoreFiles:
-        """Claim and lock the directory, open its LevelDB (creating the store if it is new) and
-        files, cut off uncommitted tails and rebuild the address index if it was not closed
-        cleanly. Raises a StoreError subclass naming the problem, leaving nothing open."""
+        """Claim and lock the directory, open its LevelDB (creating the store if it is new, or
+        repairing it) and files, cut off uncommitted tails, repair torn ones, and rebuild the
+        address index if it was not closed cleanly or chunks were lost. Raises a StoreError
+        subclass naming the problem, leaving nothing open."""
         lock_fd = claim_directory(path, overlay)
         db: plyvel.DB | None = None
         chunk_file: ChunkFile | None = None
@@ -84,22 +93,37 @@ class StoreFiles:
             db = open_leveldb(path)
             epoch = _load_metadata(db, path, overlay)
             cursors = _load_cursors(db, path)
-            chunk_file = ChunkFile(path, sum(cursors))
+            slots = sum(cursors)
+            chunk_file = ChunkFile(path, slots)
             pull_index = PullIndex(path, cursors)
-            index = AddressIndex.open(path, sum(cursors)) or _build_index(path, pull_index, cursors)
+            torn = repair_torn_files(path, chunk_file, pull_index)
+            index = None if torn else AddressIndex.open(path, slots)
+            dropped = sum(len(ids) for ids in pull_index.lost.values())
+            if index is None:
+                index, lost_data = rebuild_index(path, pull_index, cursors, chunk_file.lost.start)
+                dropped += lost_data
         except BaseException:
             for opened in (pull_index, chunk_file, db):
                 if opened is not None:
                     opened.close()
             os.close(lock_fd)
             raise
-        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch)
+        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch, dropped)
 
     def release(self) -> None:
-        """Close everything, marking the address index clean, then drop the directory lock last
-        (so no other opener slips in between)."""
+        """Flush the files and LevelDB's log to the disk, close everything, marking the address
+        index clean, then drop the directory lock last (so no other opener slips in between)."""
         try:
-            self.index.close(sum(self.cursors))
+            try:
+                self.chunk_file.sync()
+                self.pull_index.sync()
+                # LevelDB writes its log without fsync; a synced write flushes all before it.
+                self.db.put(META_VERSION, FORMAT_VERSION.to_bytes(8, "big"), sync=True)
+            except BaseException:
+                self.index.mark_stale()
+                raise
+            finally:
+                self.index.close(sum(self.cursors))
         finally:
             self.db.close()
             self.chunk_file.close()
@@ -113,7 +137,10 @@ def _load_metadata(db: plyvel.DB, path: str, overlay: bytes) -> int:
         version = db.get(META_VERSION)
         if version is None:
             if next(db.iterator(include_value=False), None) is not None:
-                raise StoreCorrupt(path, "the LevelDB holds data but no localstore metadata")
+                raise StoreCorrupt(path, f"the LevelDB holds data but no localstore metadata; {MOVE_AWAY}")
+            if _holds_chunks(path):
+                lost = "the LevelDB lost the store's metadata and cursors (the chunk files are there)"
+                raise StoreCorrupt(path, f"{lost}; {MOVE_AWAY}")
             epoch = time.time_ns()
             batch = db.write_batch(sync=True)
             batch.put(META_VERSION, FORMAT_VERSION.to_bytes(8, "big"))
@@ -148,19 +175,10 @@ def _load_cursors(db: plyvel.DB, path: str) -> list[int]:
     return cursors
 
 
-def _build_index(path: str, pull_index: PullIndex, cursors: list[int]) -> AddressIndex:
-    """Build the address index from the pull index (after a crash, or if it is missing)."""
-    started = time.perf_counter()
-    entries = (
-        (entry.address, IndexEntry(entry.slot, entry.length, entry.bin_id))
-        for bin, cursor in enumerate(cursors)
-        for entry in pull_index.read(bin, 1, cursor)
-    )
-    index = AddressIndex.build(path, entries)
-    log.info(
-        "store %s: rebuilt the address index of %d chunks in %.2f s (it was not closed cleanly)",
-        path,
-        len(index),
-        time.perf_counter() - started,
-    )
-    return index
+def _holds_chunks(path: str) -> bool:
+    """Whether the chunk file or a pull file holds data (then the LevelDB is not new)."""
+    for name in (CHUNK_FILE_NAME, *(pull_file_name(bin) for bin in range(BINS))):
+        file = os.path.join(path, name)
+        if os.path.exists(file) and os.path.getsize(file):
+            return True
+    return False

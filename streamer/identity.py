@@ -8,16 +8,15 @@ is a 32-byte Ed25519 seed (RFC 8032), kept in a key file readable by its owner o
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import stat
 import struct
 from pathlib import Path
 
 from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
 
+from localstore.keyfile import KeyFileError, create_owner_only, read_owner_only
 from streamer.messages import (
     CHANNEL_BINDING_SIZE,
     NONCE_SIZE,
@@ -64,10 +63,6 @@ class HandshakeError(Exception):
 
 class BadPeerRecord(HandshakeError):
     """A gossiped peer record is forged or belongs to another network."""
-
-
-class KeyFileError(Exception):
-    """The key file cannot be used (wrong size, unsafe permissions, not a file)."""
 
 
 class NodeIdentity:
@@ -248,24 +243,7 @@ def verify_peer_record(rec: PeerRecord, network_id: int) -> None:
 
 
 def _read_key_file(path: Path) -> NodeIdentity:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise KeyFileError(f"cannot open key file {path}: {exc.strerror}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise KeyFileError(f"key file {path} is not a regular file")
-        if os.name == "posix" and st.st_mode & 0o077:
-            raise KeyFileError(
-                f"key file {path} is accessible by group/others (mode {stat.S_IMODE(st.st_mode):#o}); "
-                f"refusing to use it: run `chmod 600 {path}`"
-            )
-        seed = b""
-        while len(seed) <= PRIVATE_KEY_SIZE and (more := os.read(fd, PRIVATE_KEY_SIZE + 1 - len(seed))):
-            seed += more
-    finally:
-        os.close(fd)
+    seed = read_owner_only(path, PRIVATE_KEY_SIZE + 1)
     if len(seed) != PRIVATE_KEY_SIZE:
         size = f"{len(seed)} bytes" if len(seed) <= PRIVATE_KEY_SIZE else "longer"
         raise KeyFileError(
@@ -273,29 +251,6 @@ def _read_key_file(path: Path) -> NodeIdentity:
             "it was left untouched: restore it, or move it away to create a new identity (a new overlay)"
         )
     return NodeIdentity.from_private_bytes(seed)
-
-
-def _create_key_file(path: Path, identity: NodeIdentity) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags, 0o600)  # FileExistsError if another process got there first
-    try:
-        try:
-            data = identity.private_bytes()
-            while data:
-                data = data[os.write(fd, data) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        path.unlink()  # ours (O_EXCL): never leave a half-written key behind
-        raise
-    if os.name == "posix":  # make the new directory entry durable too
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            with contextlib.suppress(OSError):
-                os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 def load_or_create_identity(path: str | os.PathLike[str]) -> NodeIdentity:
@@ -309,7 +264,7 @@ def load_or_create_identity(path: str | os.PathLike[str]) -> NodeIdentity:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         identity = NodeIdentity.generate()
         try:
-            _create_key_file(path, identity)
+            create_owner_only(path, identity.private_bytes())
             return identity
         except FileExistsError:
             pass  # created concurrently: use that one

@@ -1,7 +1,9 @@
 """The HTTP API: an ASGI app (starlette) served by hypercorn's trio worker.
 
 Shaped like the reference node's: JSON everywhere except raw chunk and file bytes; errors are
-`{"code": status, "message": "..."}` with a message naming what was wrong.
+`{"code": status, "message": "..."}` with a message naming what was wrong. Chunk and file bytes
+answer Range requests (swarm.byteranges); files are answered by swarm.downloads. A client that
+goes away mid-request is an INFO line, not an error: only real faults are logged as errors.
 """
 
 from __future__ import annotations
@@ -14,15 +16,23 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from localstore import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk, bmt_address
-from swarm import __version__
-from swarm.chunker import CorruptTree, file_size
-from swarm.files import Fetch, Upload, read_file, stream_file
+from localstore import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
+from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
+from localstore.soc import parse_soc
+from swarm.bee_api import soc_and_feed_routes
+from swarm.bee_status_api import status_routes
+from swarm.bee_types import BeeBackend
+from swarm.byteranges import RangeNotSatisfiable, parse_range
+from swarm.chunker import CorruptTree
+from swarm.dashboard import dashboard_routes, with_local_cors
+from swarm.downloads import TreeResponse, file_response, range_headers
+from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
+from swarm.files import Upload
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
@@ -30,6 +40,7 @@ from swarm.spaces.routes import space_routes  # spaces (issue 15)
 from swarm.spaces.service import SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
+from syncer.evidence import EquivocationLog
 
 
 class ChunkGetter(Protocol):
@@ -57,11 +68,16 @@ class Node(Protocol):
     def statistics(self) -> NodeStatistics: ...
 
     @property
+    def bee(self) -> BeeBackend: ...
+
+    @property
+    def equivocations(self) -> EquivocationLog: ...
+
+    @property
     def spaces(self) -> SpaceService: ...  # spaces (issue 15)
 
-log = logging.getLogger(__name__)
 
-BUFFERED_DOWNLOAD = 32 * 1024 * 1024  # files up to this size are read whole before answering
+log = logging.getLogger(__name__)
 
 
 class BadRequest(Exception):
@@ -93,18 +109,45 @@ async def read_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-def build_app(node: Node) -> Starlette:
+def build_app(node: Node) -> ASGIApp:
     """The ASGI app of one node."""
+    routes = [
+        *chunk_routes(node),
+        *file_routes(node),
+        *report_routes(node),
+        *dashboard_routes(),
+        # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
+        # /status, /peers (docs/bee-compat.md)
+        *soc_and_feed_routes(node.bee),
+        *status_routes(node.bee),
+        *space_routes(node.spaces),  # spaces (issue 15): swarm/spaces/routes.py
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            BadRequest: _bad_request,
+            InvalidChunk: _invalid_chunk,
+            RangeNotSatisfiable: _not_satisfiable,
+        },
+    )
+    return departures_logged(with_local_cors(app))
+
+
+def chunk_routes(node: Node) -> list[Route]:
+    """POST /chunks (a content chunk, or a full single-owner chunk), GET and HEAD /chunks/{a}."""
 
     async def post_chunk(request: Request) -> Response:
-        data = await read_body(request, SPAN_SIZE + CHUNK_SIZE)
+        data = await read_body(request, MAX_DATA_SIZE)
         if len(data) < SPAN_SIZE:
             raise BadRequest(
                 f"chunk must be an 8-byte little-endian span then the payload; got {len(data)} bytes"
             )
-        span = int.from_bytes(data[:SPAN_SIZE], "little")
-        chunk = Chunk(bmt_address(data[SPAN_SIZE:], span), data)
-        node.store_chunks([chunk], verified=True)  # its address was just computed from it
+        if len(data) <= MAX_CAC_DATA_SIZE:  # a content chunk, as in Bee (a SOC this short: POST /soc)
+            span = int.from_bytes(data[:SPAN_SIZE], "little")
+            chunk = Chunk(bmt_address(data[SPAN_SIZE:], span), data)  # its address is its hash
+        else:
+            chunk = Chunk.from_soc(parse_soc(data))  # a full single-owner chunk, signature checked
+        node.store_chunks([chunk], verified=True)
         return JSONResponse({"reference": chunk.address.hex()}, status_code=201)
 
     async def get_chunk(request: Request) -> Response:
@@ -117,13 +160,31 @@ def build_app(node: Node) -> Starlette:
             chunk = await node.retrieval.get(address)
         except ChunkUnavailable as exc:
             return error(504 if exc.timed_out else 404, str(exc))
-        return Response(chunk.data, media_type="application/octet-stream")
+        byte_range = parse_range(request.headers.get("range"), len(chunk.data))
+        headers = range_headers(address, byte_range)
+        if byte_range is None:
+            return Response(chunk.data, headers=headers, media_type="application/octet-stream")
+        part = chunk.data[byte_range.start : byte_range.end]
+        return Response(part, status_code=206, headers=headers, media_type="application/octet-stream")
+
+    return [
+        Route("/chunks", post_chunk, methods=["POST"]),
+        Route("/chunks/{address}", get_chunk, methods=["GET", "HEAD"]),
+    ]
+
+
+def file_routes(node: Node) -> list[Route]:
+    """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}."""
 
     async def post_bytes(request: Request) -> Response:
         # the splitter computes every chunk's address from its data: nothing to verify again
         upload = Upload(partial(node.store_chunks, verified=True))
-        async for piece in request.stream():
-            upload.feed(piece)
+        try:
+            async for piece in request.stream():
+                upload.feed(piece)
+        except ClientDisconnect as exc:
+            exc.add_note(f"upload cut short after {upload.size} bytes ({upload.chunks} chunks stored)")
+            raise
         reference = upload.finish()
         return JSONResponse(
             {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks}, status_code=201
@@ -132,16 +193,28 @@ def build_app(node: Node) -> Starlette:
     async def get_bytes(request: Request) -> Response | TreeResponse:
         reference = parse_address(request.path_params["reference"])
         try:
-            root = await node.retrieval.get(reference)
-            size = file_size(root)
-            if size <= BUFFERED_DOWNLOAD:
-                data = await read_file(reference, node.retrieval.get)
-                return Response(data, media_type="application/octet-stream")
+            return await file_response(
+                reference,
+                node.retrieval.get,
+                head=request.method == "HEAD",
+                range=request.headers.get("range"),
+            )
         except ChunkUnavailable as exc:
             return error(504 if exc.timed_out else 404, str(exc))
         except (InvalidChunk, CorruptTree) as exc:
             return error(502, f"file {reference.hex()} is corrupt: {exc}")
-        return TreeResponse(reference, size, node.retrieval.get)
+
+    return [
+        Route("/bytes", post_bytes, methods=["POST"]),
+        Route("/bytes/{reference}", get_bytes, methods=["GET", "HEAD"]),
+    ]
+
+
+def report_routes(node: Node) -> list[Route]:
+    """What the node reports: /sync, /topology, /metrics, /equivocations (one snapshot each)."""
+
+    async def sync(request: Request) -> Response:
+        return JSONResponse(sync_document(node.statistics()))
 
     async def topology(request: Request) -> Response:
         return JSONResponse(topology_document(node.statistics()))
@@ -149,64 +222,61 @@ def build_app(node: Node) -> Starlette:
     async def metrics(request: Request) -> Response:
         return Response(metrics_text(node.statistics()), media_type=METRICS_CONTENT_TYPE)
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "version": __version__, "overlay": node.overlay.hex()})
+    async def equivocations(request: Request) -> Response:
+        evidence = [
+            {
+                "sequence": e.sequence,
+                "address": e.address.hex(),
+                "first": e.first.hex(),
+                "second": e.second.hex(),
+            }
+            for e in node.equivocations.recent()
+        ]
+        return JSONResponse(evidence)
 
-    async def sync(request: Request) -> Response:
-        return JSONResponse(sync_document(node.statistics()))
-
-    async def bad_request(request: Request, exc: Exception) -> Response:
-        return error(400, str(exc))
-
-    async def invalid_chunk(request: Request, exc: Exception) -> Response:
-        return error(400, f"invalid chunk: {exc}")
-
-    routes = [
-        Route("/chunks", post_chunk, methods=["POST"]),
-        Route("/chunks/{address}", get_chunk, methods=["GET", "HEAD"]),
-        Route("/bytes", post_bytes, methods=["POST"]),
-        Route("/bytes/{reference}", get_bytes, methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
+    return [
         Route("/sync", sync, methods=["GET"]),
         Route("/topology", topology, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        *space_routes(node.spaces),  # spaces (issue 15): swarm/spaces/routes.py
+        Route("/equivocations", equivocations, methods=["GET"]),
     ]
-    return Starlette(
-        routes=routes,
-        exception_handlers={BadRequest: bad_request, InvalidChunk: invalid_chunk},
-    )
 
 
-class TreeResponse:
-    """Streams a large file; a chunk missing mid-way aborts the transfer (never wrong bytes).
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    return error(400, str(exc))
 
-    The headers (with the Content-Length from the root's span) are already out by then, so the
-    client sees a truncated body rather than a status code; files up to BUFFERED_DOWNLOAD bytes
-    are read whole first and get a proper 404/504 instead.
-    """
 
-    def __init__(self, reference: bytes, size: int, fetch: Fetch) -> None:
-        self.reference = reference
-        self.size = size
-        self.fetch = fetch
+async def _invalid_chunk(request: Request, exc: Exception) -> Response:
+    return error(400, f"invalid chunk: {exc}")
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = [
-            (b"content-type", b"application/octet-stream"),
-            (b"content-length", str(self.size).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
 
-        async def body(piece: bytes) -> None:
-            await send({"type": "http.response.body", "body": piece, "more_body": True})
+async def _not_satisfiable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RangeNotSatisfiable)
+    response = error(416, str(exc))
+    response.headers["content-range"] = exc.content_range
+    return response
 
+
+def departures_logged(app: ASGIApp) -> ASGIApp:
+    """`app`, with a client that disconnects mid-request logged as INFO instead of being raised
+    (hypercorn would log it as an ERROR with a traceback)."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await stream_file(self.reference, self.fetch, body)
-        except (ChunkUnavailable, InvalidChunk, CorruptTree) as exc:
-            log.warning("download of %s aborted: %s", self.reference.hex(), exc)
-            raise
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await app(scope, receive, send)
+        except Exception as exc:
+            leaves = leaf_exceptions(exc)
+            if not all(isinstance(leaf, ClientDisconnect) for leaf in leaves):
+                raise
+            notes = "; ".join(note for leaf in leaves for note in getattr(leaf, "__notes__", ()))
+            log.info(
+                "%s %s: the client went away before the request ended%s",
+                scope["method"],
+                scope["path"],
+                f": {notes}" if notes else "",
+            )
+
+    return wrapped
 
 
 async def serve_api(
@@ -219,5 +289,11 @@ async def serve_api(
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = 1.0
     async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(partial(serve, build_app(node), config))  # type: ignore[arg-type]
+        try:
+            binds: list[str] = await nursery.start(partial(serve, build_app(node), config))  # type: ignore[arg-type]
+        except Exception as exc:
+            cause = bind_error(exc)
+            if cause is None:
+                raise
+            raise PortUnavailable("the HTTP API (--api-port)", host, port, cause) from None
         task_status.started(int(binds[0].rsplit(":", 1)[1]))

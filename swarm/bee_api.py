@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from localstore.bmt import bmt_address
@@ -38,16 +38,14 @@ from localstore.feeds import MAX_INDEX, TOPIC_SIZE, FeedUpdate
 from localstore.soc import ID_SIZE, InvalidSoc, parse_soc, soc_address, soc_from_parts
 from swarm.bee_status_api import BEE_API_VERSION, BEE_VERSION, status_routes
 from swarm.bee_types import BeeBackend
-from swarm.chunker import CorruptTree, join
+from swarm.chunker import CorruptTree
+from swarm.downloads import TreeResponse, file_response
 from swarm.feed_lookup import DEFAULT_MAX_PROBES
 from swarm.feeds import find_at, find_latest, get_update, resolve_root
-from swarm.files import read_file
 from swarm.retrieval import ChunkUnavailable
 
 __all__ = ["BEE_API_VERSION", "BEE_VERSION", "BeeHttpError", "bee_routes"]
 
-BUFFERED_CONTENT = 32 * 1024 * 1024
-"""Content up to this size is read whole before answering (a missing chunk is then a 404)."""
 FEED_PROBE_TIMEOUT = 5.0
 """Seconds a feed lookup waits for one probe before counting the update as missing."""
 
@@ -67,8 +65,11 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"code": status, "message": message}, status_code=status)
 
 
-def _handled(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    async def run(request: Request) -> Response:
+_Answer = Response | TreeResponse
+
+
+def _handled(handler: Callable[[Request], Awaitable[_Answer]]) -> Callable[[Request], Awaitable[_Answer]]:
+    async def run(request: Request) -> _Answer:
         try:
             return await handler(request)
         except BeeHttpError as exc:
@@ -142,10 +143,21 @@ def bee_routes(
     return [
         Route("/chunks", _handled(api.post_chunk), methods=["POST"]),
         Route("/chunks/{address}", _handled(api.get_chunk), methods=["GET", "HEAD"]),
+        *soc_and_feed_routes(backend, max_probes=max_probes, probe_timeout=probe_timeout),
+        *status_routes(backend, api_version=api_version, version=version),
+    ]
+
+
+def soc_and_feed_routes(
+    backend: BeeBackend, *, max_probes: int = DEFAULT_MAX_PROBES, probe_timeout: float = FEED_PROBE_TIMEOUT
+) -> list[Route]:
+    """The single-owner chunk and feed routes alone (the node serves its own /chunks routes,
+    which answer Range requests, beside them)."""
+    api = _ChunkRoutes(backend, max_probes=max_probes, probe_timeout=probe_timeout)
+    return [
         Route("/soc/{owner}/{id}", _handled(api.post_soc), methods=["POST"]),
         Route("/soc/{owner}/{id}", _handled(api.get_soc), methods=["GET"]),
         Route("/feeds/{owner}/{topic}", _handled(api.get_feed), methods=["GET"]),
-        *status_routes(backend, api_version=api_version, version=version),
     ]
 
 
@@ -167,7 +179,7 @@ class _ChunkRoutes:
         chunk = await self.get_or_none(address)
         return None if chunk is None else chunk.data
 
-    async def content(self, root: Chunk, headers: dict[str, str], only_root: bool) -> Response:
+    async def content(self, root: Chunk, headers: dict[str, str], only_root: bool) -> _Answer:
         """The content under ``root`` (a wrapped chunk or a v1 target), or just the root's data."""
         headers = {**headers, "Content-Type": "application/octet-stream"}
         if only_root:
@@ -177,13 +189,15 @@ class _ChunkRoutes:
             return root if address == root.address else await self.backend.get_chunk(address)
 
         try:
-            if root.span <= BUFFERED_CONTENT:
-                return Response(await read_file(root.address, fetch), headers=headers)
+            # as GET /bytes: intermediate chunks checked before the status line, so only a missing
+            # data chunk of a large content can cut a body short (and then visibly so)
+            response = await file_response(root.address, fetch)
         except ChunkUnavailable as exc:
             raise BeeHttpError(404, f"wrapped chunk cannot be retrieved: {exc}") from None
         except (InvalidChunk, CorruptTree) as exc:
             raise BeeHttpError(502, f"content {root.address.hex()} is corrupt: {exc}") from None
-        return StreamingResponse(join(root.address, fetch), headers=headers)
+        response.headers.update(headers)
+        return response
 
     async def post_chunk(self, request: Request) -> Response:
         data = await _body(request, MAX_DATA_SIZE)
@@ -226,7 +240,7 @@ class _ChunkRoutes:
         await self.backend.put_chunks([Chunk.from_soc(soc)])
         return _created(soc.address)
 
-    async def get_soc(self, request: Request) -> Response:
+    async def get_soc(self, request: Request) -> _Answer:
         owner, id = self.soc_path(request)
         chunk = await self.backend.get_chunk(soc_address(id, owner))
         try:
@@ -262,7 +276,7 @@ class _ChunkRoutes:
             raise BeeHttpError(404, "no update found")
         return update
 
-    async def get_feed(self, request: Request) -> Response:
+    async def get_feed(self, request: Request) -> _Answer:
         owner = _hex(request.path_params["owner"], OWNER_SIZE, "owner")
         topic = _hex(request.path_params["topic"], TOPIC_SIZE, "topic")
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from localstore.ethkey import checksum_address
@@ -32,6 +32,10 @@ def status_routes(
 ) -> list[Route]:
     """The node-status routes over ``backend``."""
     versions = {"version": version, "apiVersion": api_version}
+
+    async def root(request: Request) -> Response:
+        # bee-js's checkConnection / isConnected ask for the API's root and want a 200
+        return PlainTextResponse("Ethereum Swarm Bee API, served by swarmpy\n")
 
     async def health(request: Request) -> Response:
         overlay = backend.node_info().overlay.hex()
@@ -57,6 +61,7 @@ def status_routes(
         return JSONResponse({"peers": listed})
 
     return [
+        Route("/", root, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/readiness", readiness, methods=["GET"]),
         Route("/node", node, methods=["GET"]),

@@ -18,12 +18,14 @@ cover `c` bytes each, where `c` is the smallest 4096 * 128**k with 128 * c >= S,
 child covers the rest; so the number of children and every child's span follow from S alone.
 
 The joiner is a sans-IO tree walk (`_walk`, a generator that asks for chunks and yields file bytes),
-driven either by an async or by a sync fetch function.
+driven either by an async or by a sync fetch function. A byte range [start, end) is read by
+fetching only the chunks that overlap it (`children_in_range`), so a range read of a large file
+costs the chunks of its path from the root plus the range's own.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 
 from localstore.chunk import CHUNK_SIZE, Chunk, InvalidChunk
@@ -40,7 +42,9 @@ __all__ = [
     "REF_SIZE",
     "CorruptTree",
     "Splitter",
+    "check_chunk",
     "child_refs",
+    "children_in_range",
     "file_size",
     "is_data_chunk",
     "join",
@@ -208,6 +212,18 @@ def child_refs(chunk: Chunk) -> list[tuple[bytes, int]]:
     ]
 
 
+def children_in_range(chunk: Chunk, offset: int, start: int, stop: int) -> list[tuple[bytes, int, int]]:
+    """(address, span, offset in the file) of the children of `chunk`, which starts at byte
+    `offset` of the file, that overlap the bytes [start, stop); [] for a data chunk."""
+    wanted = []
+    child_offset = offset
+    for address, span in child_refs(chunk):
+        if child_offset < stop and child_offset + span > start:
+            wanted.append((address, span, child_offset))
+        child_offset += span
+    return wanted
+
+
 # ---------------------------------------------------------------------------------------------
 # Joining
 
@@ -219,7 +235,14 @@ class _Fetch:
     address: bytes
 
 
-def _checked(chunk: Chunk, address: bytes, expected_span: int | None) -> Chunk:
+@dataclass(frozen=True, slots=True)
+class _Ahead:
+    """Hint from the tree walk to its driver: these chunks will be asked for next, in order."""
+
+    addresses: tuple[bytes, ...]
+
+
+def check_chunk(chunk: Chunk, address: bytes, expected_span: int | None) -> Chunk:
     """The fetched chunk if it is the one asked for, valid, and of the span its parent implies."""
     if chunk.address != address:
         raise InvalidChunk(address, f"fetch returned the chunk {chunk.address.hex()} instead")
@@ -229,8 +252,11 @@ def _checked(chunk: Chunk, address: bytes, expected_span: int | None) -> Chunk:
     return chunk
 
 
-def _walk(reference: bytes, start: int, end: int | None) -> Generator[_Fetch | bytes, Chunk | None, None]:
-    """Sans-IO depth-first walk of a file tree: yields `_Fetch` requests and file bytes.
+def _walk(
+    reference: bytes, start: int, end: int | None
+) -> Generator[_Fetch | _Ahead | bytes, Chunk | None, None]:
+    """Sans-IO depth-first walk of a file tree: yields `_Fetch` requests, `_Ahead` hints and
+    file bytes.
 
     After yielding a `_Fetch`, the walk expects the chunk through `send()`. Every chunk is checked
     (address, BMT, span against its parent) before any byte under it is yielded, and only the
@@ -240,7 +266,7 @@ def _walk(reference: bytes, start: int, end: int | None) -> Generator[_Fetch | b
         raise ValueError(f"negative byte range {start}:{end}")
     received = yield _Fetch(reference)
     assert received is not None
-    root = _checked(received, reference, None)
+    root = check_chunk(received, reference, None)
     child_refs(root)  # a malformed root is refused even when the range is empty
     stop = root.span if end is None else min(end, root.span)
     if start >= stop:
@@ -257,18 +283,12 @@ def _walk(reference: bytes, start: int, end: int | None) -> Generator[_Fetch | b
             address, span, offset = pending.pop()
             received = yield _Fetch(address)
             assert received is not None
-            chunk = _checked(received, address, span)
-        children = child_refs(chunk)
-        if not children:
-            payload = chunk.payload
-            yield payload[max(start - offset, 0) : stop - offset]
+            chunk = check_chunk(received, address, span)
+        if is_data_chunk(chunk):
+            yield chunk.payload[max(start - offset, 0) : stop - offset]
         else:
-            wanted: list[tuple[bytes, int, int]] = []
-            child_offset = offset
-            for address, span in children:
-                if child_offset < stop and child_offset + span > start:
-                    wanted.append((address, span, child_offset))
-                child_offset += span
+            wanted = children_in_range(chunk, offset, start, stop)
+            yield _Ahead(tuple(address for address, _, _ in wanted))
             pending.extend(reversed(wanted))
         chunk = None
 
@@ -279,11 +299,13 @@ async def join(
     *,
     start: int = 0,
     end: int | None = None,
+    ahead: Callable[[Sequence[bytes]], None] | None = None,
 ) -> AsyncIterator[bytes]:
     """Yield the bytes [start, end) of the file at `reference`, in order, verifying every chunk.
 
     The root is always fetched (its span is the file size, `end` is clamped to it); below it only
-    the chunks overlapping the range are.
+    the chunks overlapping the range are. `ahead`, if given, is told the addresses the walk will
+    fetch next (the children of an intermediate chunk inside the range), to fetch them early.
     `fetch` returns the chunk for an address and raises its own error when it cannot. Raises
     `InvalidChunk` for a chunk that does not match its address and `CorruptTree` for a malformed
     tree; bytes are only yielded from chunks that passed both checks.
@@ -297,6 +319,10 @@ async def join(
             return
         if isinstance(item, _Fetch):
             reply = await fetch(item.address)
+        elif isinstance(item, _Ahead):
+            reply = None
+            if ahead is not None:
+                ahead(item.addresses)
         else:
             reply = None
             if item:
@@ -316,6 +342,8 @@ def join_sync(
             return
         if isinstance(item, _Fetch):
             reply = fetch(item.address)
+        elif isinstance(item, _Ahead):
+            reply = None
         else:
             reply = None
             if item:

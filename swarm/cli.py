@@ -6,11 +6,11 @@ Errors are one clear line on stderr and a non-zero exit status, never a tracebac
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from swarm.cli_common import (
     mebibytes,
     parse_hostport,
     port_number,
+    positive_seconds,
     worker_count,
 )
 from swarm.localswarm import LocalSwarmError
@@ -35,17 +36,19 @@ from syncer.verifier import default_workers
 __all__ = ["CliError", "build_parser", "main"]
 
 
-def _client_command(name: str) -> Callable[[argparse.Namespace], int]:
-    """The client command ``name`` of swarm.cli_client, imported when it runs (it needs httpx,
-    which `swarm node` does not: importing it would add a tenth to the node's start-up)."""
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name`` of the module ``module``, imported when it runs (the client commands
+    need httpx, which `swarm node` does not: importing it would add a tenth to its start-up)."""
 
     def run(args: argparse.Namespace) -> int:
-        from swarm import cli_client
-
-        command: Callable[[argparse.Namespace], int] = getattr(cli_client, name)
+        command: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
         return command(args)
 
     return run
+
+
+def _client_command(name: str) -> Callable[[argparse.Namespace], int]:
+    return _command("swarm.cli_client", name)
 
 
 def network_range(text: str) -> str:
@@ -70,9 +73,8 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
-    from localstore import StoreError
-    from streamer.identity import KeyFileError
-    from swarm.node import NodeConfig
+    from swarm.config import NodeConfig
+    from swarm.failures import describe_node_failure
 
     config = NodeConfig(
         data_dir=Path(args.data_dir),
@@ -95,12 +97,10 @@ def cmd_node(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         trio.run(_run_node, config)
-    except StoreError as exc:
-        raise CliError(str(exc)) from None
-    except KeyFileError as exc:
-        raise CliError(str(exc)) from None
-    except OSError as exc:
-        raise CliError(f"cannot start the node: {exc}") from None
+    except Exception as exc:  # arrives inside trio's exception groups: said in one line
+        raise CliError(
+            describe_node_failure(exc, data_dir=config.data_dir, host=config.host, port=config.port)
+        ) from None
     return 0
 
 
@@ -118,56 +118,6 @@ async def _run_node(config: Any) -> None:
                 logging.getLogger("swarm").info("%s: shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
                 break
-
-
-# -- swarm up -------------------------------------------------------------------------------------
-
-
-def cmd_up(args: argparse.Namespace) -> int:
-    from swarm.localswarm import LocalSwarm, LocalSwarmError
-    from swarm.tables import table
-
-    node_args = ["--suggest", args.suggest, "--network-id", str(args.network_id)]
-    os.environ["SWARM_LOG_LEVEL"] = args.log_level  # the nodes inherit it
-
-    def say(line: str) -> None:
-        print(line, flush=True)
-
-    swarm = LocalSwarm(
-        args.data_dir,
-        args.nodes,
-        base_port=args.base_port,
-        node_args=node_args,
-        restart=not args.no_restart,
-        say=say,
-    )
-    stopping: list[int] = []
-
-    def on_signal(signum: int, frame: object) -> None:
-        stopping.append(signum)
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        try:
-            swarm.start()
-        except LocalSwarmError as exc:
-            raise CliError(str(exc)) from None
-        print(table(["node", "overlay", "api", "p2p port", "data directory"], swarm.rows()), flush=True)
-        say(f"{args.nodes} nodes up; Ctrl-C stops them. Logs: {args.data_dir}/node-*/node.log")
-        while not stopping:
-            swarm.watch_once()
-            time.sleep(0.2)
-        say("stopping the swarm ...")
-    finally:
-        problems = swarm.stop()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    for problem in problems:
-        print(f"swarm: {problem}", file=sys.stderr)
-    if problems:
-        return 1
-    say(f"stopped: {args.nodes} nodes closed cleanly")
-    return 0
 
 
 # -- the parser ---------------------------------------------------------------------------------
@@ -278,14 +228,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_suggest_option(p)
     p.add_argument("--network-id", type=int, default=1, help="network ID of the swarm (default 1)")
     p.add_argument("--no-restart", action="store_true", help="do not restart nodes that die")
-    p.set_defaults(func=cmd_up)
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="show the live view of every node (as `sync-status --watch --all`)",
+    )
+    p.set_defaults(func=_command("swarm.cli_up", "cmd_up"))
 
     p = sub.add_parser(
         "upload",
         help="upload a file; prints its reference",
         description="Cut FILE into a chunk tree at a node and print the reference to download it by.",
     )
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the file to upload; - reads standard input")
     add_target_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_client_command("cmd_upload"))
@@ -297,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         "verifying every chunk.",
     )
     p.add_argument("reference", metavar="REFERENCE")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE; - or none: standard output")
     add_target_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_client_command("cmd_download"))
@@ -311,7 +266,17 @@ def build_parser() -> argparse.ArgumentParser:
         "With --all: one line per node of the local swarm.",
     )
     add_target_options(p, allow_all=True)
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    view.add_argument(
+        "--watch",
+        action="store_true",
+        help="a live view redrawn until Ctrl-C: per node depth, peers, chunks, loss, and per bin "
+        "sync progress and rate",
+    )
+    p.add_argument(
+        "--interval", type=positive_seconds, default=1.0, metavar="S", help="--watch refresh (default 1 s)"
+    )
     p.set_defaults(func=_client_command("cmd_sync_status"))
 
     p = sub.add_parser(
@@ -323,8 +288,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the /topology JSON instead of a table")
     p.set_defaults(func=_client_command("cmd_topology"))
 
+    p = sub.add_parser(
+        "dashboard",
+        help="print the address of the local swarm's dashboard page",
+        description="The dashboard is a web page every node serves at /dashboard: nodes, Kademlia bins, "
+        "per-bin sync progress and rate, loss counters and disconnections, updated every second. This "
+        "prints its address with every node of the local swarm (or, with --api, a lone node's).",
+    )
+    add_target_options(p)
+    p.set_defaults(func=_client_command("cmd_dashboard"))
+
+    from swarm.cli_feed import add_feed_parser
     from swarm.sim import add_sim_parser
 
+    add_feed_parser(sub)
     add_sim_parser(sub)
 
     from swarm.cli_space import add_space_parser  # spaces (issue 15)
@@ -337,18 +314,31 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, args.log_level),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(args.log_level)
     if not hasattr(args, "func"):
         parser.print_help()
         return 0
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # inside the try: a reader that went away is handled below
+        return status
     except (CliError, LocalSwarmError) as exc:
         print(f"swarm: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader of our output went away (`swarm ... | head`): stop quietly, as a tool killed
+        # by SIGPIPE would, and keep the interpreter's final flush from complaining
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def configure_logging(level_name: str) -> None:
+    """Log records at `level_name` and above to stderr; the store's few INFO records (an index
+    rebuilt after a crash) always, since they explain a slow start."""
+    level = getattr(logging, level_name)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    logging.getLogger("localstore").setLevel(min(level, logging.INFO))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
@@ -17,23 +17,41 @@ from swarm.cli_common import CliError, all_apis, api_get, print_json, response_m
 
 
 def cmd_sync_status(args: argparse.Namespace) -> int:
-    from swarm.tables import sync_status_text, table
+    from swarm.tables import sync_status_text
 
-    if not getattr(args, "all", False):
+    if args.watch:
+        from swarm.liveview import watch
+
+        return watch(watch_targets(args), interval=args.interval)
+    if not args.all:
         doc = api_get(target_api(args), "/sync")
         if args.json:
             print_json(doc)
         else:
             print(sync_status_text(doc))
         return 0
+    return sync_status_all(args)
+
+
+def sync_status_all(args: argparse.Namespace) -> int:
+    """One line per node of the local swarm; exit status 1 when any node is down."""
+    from swarm.tables import table
+
     rows: list[list[object]] = []
     docs = []
+    down = []
     for index, url, note in all_apis(args):
-        if url is None:
+        doc = None
+        if url is not None:
+            try:
+                doc = api_get(url, "/sync")
+            except CliError as exc:
+                note = str(exc)
+        if doc is None:
+            down.append(index)
             rows.append([index, "", None, None, None, "down"])
             docs.append({"node": index, "error": note})
             continue
-        doc = api_get(url, "/sync")
         docs.append({"node": index, **doc})
         rows.append(
             [index, doc["overlay"][:16], doc["depth"], len(doc["peers"]), doc["chunks"], doc["fully_synced"]]
@@ -42,6 +60,41 @@ def cmd_sync_status(args: argparse.Namespace) -> int:
         print_json(docs)
     else:
         print(table(["node", "overlay", "depth", "peers", "chunks", "fully synced"], rows))
+    if down:
+        sys.stdout.flush()
+        which = "every node is" if len(down) == len(rows) else f"{len(down)} of {len(rows)} nodes are"
+        print(f"swarm: {which} down: {', '.join(map(str, down))}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def watch_targets(args: argparse.Namespace) -> Callable[[], list[tuple[str, str | None]]]:
+    """What `sync-status --watch` shows: a function giving (label, API URL or None if down) of
+    each node, asked again at every refresh (a restarted node of a local swarm may move)."""
+    if args.all:
+        all_apis(args)  # a missing swarm is an error now, not an empty screen
+        return lambda: [(f"node {index}", url) for index, url, _note in all_apis(args)]
+    url = target_api(args)
+    label = f"node {args.node}" if args.node is not None else url
+    return lambda: [(label, url)]
+
+
+# -- swarm dashboard ------------------------------------------------------------------------------
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Print the address of the dashboard page showing every node of the local swarm."""
+    from swarm.cli_up import dashboard_url
+
+    if args.api:
+        print(f"{args.api.rstrip('/')}/dashboard")
+        return 0
+    found = all_apis(args)
+    apis = [url for _, url, _ in found if url is not None]
+    if not apis:
+        raise CliError(f"every node of the local swarm is down ({found[0][2]})")
+    ports = [url.rsplit(":", 1)[1] for url in apis]
+    print(dashboard_url(apis[0], ports))
     return 0
 
 
@@ -74,18 +127,13 @@ def cmd_topology(args: argparse.Namespace) -> int:
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    try:
-        size = path.stat().st_size
-        handle = path.open("rb")
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    source, size = open_upload(args.file)
     url = target_api(args)
     progress = Progress(size, enabled=sys.stderr.isatty() and not args.quiet)
 
-    def body() -> Any:
-        with handle:
-            while piece := handle.read(256 * 1024):
+    def body() -> Iterator[bytes]:
+        with source:
+            while piece := source.read(256 * 1024):
                 progress.advance(len(piece))
                 yield piece
 
@@ -101,67 +149,111 @@ def cmd_upload(args: argparse.Namespace) -> int:
     return 0
 
 
+def open_upload(name: str) -> tuple[IO[bytes], int | None]:
+    """The file to upload and its size; `-` is standard input (size unknown)."""
+    if name == "-":
+        return sys.stdin.buffer, None
+    path = Path(name)
+    try:
+        size = path.stat().st_size
+        return path.open("rb"), size
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def cmd_download(args: argparse.Namespace) -> int:
     reference = args.reference.removeprefix("0x")
     if len(reference) != 64 or any(c not in "0123456789abcdefABCDEF" for c in reference):
         raise CliError(f"a reference is 64 hex characters, got {args.reference!r}")
+    out_path = Path(args.output) if args.output not in (None, "-") else None
+    if out_path is not None and not out_path.parent.is_dir():
+        raise CliError(f"cannot write {out_path}: the directory {out_path.parent} does not exist")
     url = target_api(args)
-    out_path = Path(args.output) if args.output else None
     tmp = out_path.with_name(out_path.name + ".part") if out_path else None
     try:
-        with httpx.stream("GET", f"{url}/bytes/{reference}", timeout=None) as response:
-            if response.status_code != 200:
-                response.read()
-                raise CliError(f"download failed with {response.status_code}: {response_message(response)}")
-            size = int(response.headers.get("content-length", 0))
-            progress = Progress(size, enabled=sys.stderr.isatty() and out_path is not None and not args.quiet)
-            received = 0
-            sink = tmp.open("wb") if tmp else sys.stdout.buffer
-            try:
-                for piece in response.iter_bytes():
-                    sink.write(piece)
-                    received += len(piece)
-                    progress.advance(len(piece))
-            finally:
-                progress.done()
-                if tmp:
-                    sink.close()
+        received, size = _download(f"{url}/bytes/{reference}", tmp, quiet=args.quiet)
     except httpx.HTTPError as exc:
-        if tmp:
-            tmp.unlink(missing_ok=True)
         raise CliError(f"download from {url} failed: {exc}") from None
-    if size and received != size:
+    finally:
         if tmp:
-            tmp.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)  # moved to out_path below when it succeeded
+    if size is not None and received != size:
         raise CliError(
             f"download incomplete: got {received} of {size} bytes (a chunk could not be retrieved)"
         )
-    if tmp and out_path:
-        tmp.replace(out_path)
     return 0
 
 
-class Progress:
-    """A one-line progress bar on stderr (only when it is a terminal)."""
+def _download(url: str, tmp: Path | None, *, quiet: bool) -> tuple[int, int | None]:
+    """Stream `url` into `tmp` (renamed to its final name when complete) or standard output;
+    returns (bytes received, bytes announced)."""
+    with httpx.stream("GET", url, timeout=None) as response:
+        if response.status_code != 200:
+            response.read()
+            raise CliError(f"download failed with {response.status_code}: {response_message(response)}")
+        length = response.headers.get("content-length")
+        size = int(length) if length is not None else None
+        progress = Progress(size, enabled=sys.stderr.isatty() and tmp is not None and not quiet)
+        received = 0
+        try:
+            sink = tmp.open("wb") if tmp else sys.stdout.buffer
+        except OSError as exc:
+            raise CliError(f"cannot write {tmp}: {exc.strerror or exc}") from None
+        try:
+            for piece in response.iter_bytes():
+                sink.write(piece)
+                received += len(piece)
+                progress.advance(len(piece))
+            sink.flush()
+        except httpx.RemoteProtocolError:
+            raise CliError(
+                f"download incomplete: the node closed the connection after {received} of {size} bytes; "
+                "it could not retrieve a chunk (its log names it)"
+                + (f", so nothing was written to {tmp.with_suffix('')}" if tmp else "")
+            ) from None
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError) or tmp is None:
+                raise
+            raise CliError(f"cannot write {tmp}: {exc.strerror or exc}") from None
+        finally:
+            progress.done()
+            if tmp:
+                sink.close()
+    if tmp is not None and (size is None or received == size):
+        tmp.replace(tmp.with_name(tmp.name.removesuffix(".part")))
+    return received, size
 
-    def __init__(self, total: int, *, enabled: bool) -> None:
-        self.total = total
-        self.enabled = enabled
-        self.done_bytes = 0
-        self.started = time.monotonic()
+
+class Progress:
+    """A progress bar on stderr (rich), shown only when stderr is a terminal."""
+
+    def __init__(self, total: int | None, *, enabled: bool) -> None:
+        self._bar: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        columns = [
+            BarColumn(),
+            DownloadColumn(binary_units=True),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+        ]
+        self._bar = Progress(*columns, console=Console(stderr=True))
+        self._task = self._bar.add_task("", total=total)  # total None (standard input): no bar length
+        self._bar.start()
 
     def advance(self, amount: int) -> None:
-        self.done_bytes += amount
-        if not self.enabled:
-            return
-        fraction = self.done_bytes / self.total if self.total else 1.0
-        bar = "#" * int(30 * fraction)
-        rate = self.done_bytes / max(time.monotonic() - self.started, 1e-6) / 2**20
-        sys.stderr.write(
-            f"\r[{bar:<30}] {fraction:6.1%} {self.done_bytes / 2**20:8.1f} MiB {rate:6.1f} MiB/s"
-        )
-        sys.stderr.flush()
+        if self._bar is not None:
+            self._bar.advance(self._task, amount)
 
     def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
+        if self._bar is not None:
+            self._bar.stop()

@@ -47,6 +47,16 @@ def worker_count(text: str) -> int:
     return int(text)
 
 
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds, 0.1..3600, got {text!r}")
+    return value
+
+
 def api_get(url: str, path: str) -> Any:
     """GET a JSON document from a node's API, turning failures into one clear line."""
     import httpx  # imported here: `swarm node` never needs it, and it takes a tenth of its start-up
@@ -78,10 +88,17 @@ def print_json(doc: Any) -> None:
 def add_target_options(p: argparse.ArgumentParser, *, allow_all: bool = False) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--api", metavar="URL", help="a node's HTTP API, e.g. http://127.0.0.1:1633")
-    group.add_argument("--node", type=int, metavar="I", help="node I of the local swarm in --data-dir")
+    group.add_argument("--node", type=int, metavar="I", help="node I of the local swarm")
     if allow_all:
-        group.add_argument("--all", action="store_true", help="every node of the local swarm in --data-dir")
-    add_data_dir_option(p)
+        group.add_argument("--all", action="store_true", help="every node of the local swarm")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the local swarm's directory (default: the one a running `swarm up` uses, else "
+        "$SWARM_DATA_DIR or ~/.swarm)",
+    )
 
 
 def add_data_dir_option(p: argparse.ArgumentParser) -> None:
@@ -97,7 +114,7 @@ def add_data_dir_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_suggest_option(p: argparse.ArgumentParser) -> None:
-    from swarm.node import DEFAULT_STRATEGY
+    from swarm.config import DEFAULT_STRATEGY
 
     p.add_argument(
         "--suggest",
@@ -107,34 +124,68 @@ def add_suggest_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def swarm_dir(args: argparse.Namespace) -> tuple[Path, str]:
+    """The local swarm's data directory (--data-dir, else found) and how it was chosen."""
+    from swarm.runfile import find_data_dir
+
+    if args.data_dir is not None:
+        return Path(args.data_dir), ""
+    try:
+        return find_data_dir()
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
 def target_api(args: argparse.Namespace) -> str:
-    """The API URL the command talks to: --api, else --node I, else node 0 of the local swarm."""
+    """The API URL the command talks to: --api, else --node I of the local swarm, else its node 0,
+    else (no local swarm at all) a lone node on the default port, if one answers there."""
     from swarm.localswarm import LocalSwarmError, api_url_of, node_indices
 
     if args.api:
         return str(args.api)
+    data_dir, how = swarm_dir(args)
     index = args.node
     if index is None:
-        if not node_indices(args.data_dir):
+        if not node_indices(data_dir):
+            if not answers(DEFAULT_API):
+                raise CliError(
+                    f"no node found: no local swarm in {data_dir}{_note(how)} and nothing answers at "
+                    f"{DEFAULT_API}; start one with `swarm up`, or name one with --api URL or --data-dir DIR"
+                )
             return DEFAULT_API
         index = 0
     try:
-        return api_url_of(args.data_dir, index)
+        return api_url_of(data_dir, index)
     except LocalSwarmError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(f"{exc}; {data_dir} is {how}" if how else str(exc)) from None
+
+
+def _note(how: str) -> str:
+    return f" ({how})" if how else ""
+
+
+def answers(url: str) -> bool:
+    """Whether a node's API answers GET /health at `url`."""
+    import httpx
+
+    try:
+        return httpx.get(url + "/health", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def all_apis(args: argparse.Namespace) -> list[tuple[int, str | None, str]]:
     """(index, API URL or None if down, note) for every node of the local swarm."""
     from swarm.localswarm import LocalSwarmError, api_url_of, node_indices
 
-    indices = node_indices(args.data_dir)
+    data_dir, how = swarm_dir(args)
+    indices = node_indices(data_dir)
     if not indices:
-        raise CliError(f"no local swarm in {args.data_dir} (start one with `swarm up`)")
+        raise CliError(f"no local swarm in {data_dir}{_note(how)}; start one with `swarm up`")
     found: list[tuple[int, str | None, str]] = []
     for i in indices:
         try:
-            found.append((i, api_url_of(args.data_dir, i), ""))
+            found.append((i, api_url_of(data_dir, i), ""))
         except LocalSwarmError as exc:
             found.append((i, None, str(exc)))
     return found

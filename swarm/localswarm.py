@@ -57,6 +57,29 @@ def pid_alive(pid: object) -> bool:
     return True
 
 
+def exit_text(returncode: int) -> str:
+    """How a process ended, for people: 'exited with status 3', 'was killed by SIGKILL'."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"was killed by {name}"
+    return f"exited with status {returncode}"
+
+
+def last_error_line(log_path: Path, limit: int = 8192) -> str:
+    """The last `swarm: error:` line a node wrote to its log, or ''."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - limit))
+            tail = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [line for line in tail.splitlines() if line.startswith("swarm: error: ")]
+    return lines[-1].removeprefix("swarm: error: ") if lines else ""
+
+
 def node_indices(data_dir: Path) -> list[int]:
     """The indices of the nodes found in a local swarm's data directory."""
     found = []
@@ -111,9 +134,12 @@ class Member:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                log = self.directory / "node.log"
+                why = last_error_line(log)
                 raise LocalSwarmError(
-                    f"node {self.index} exited with status {self.proc.returncode} while starting; "
-                    f"see {self.directory / 'node.log'}"
+                    f"node {self.index} {exit_text(self.proc.returncode)} while starting"
+                    + (f": {why}" if why else "")
+                    + f"; see {log}"
                 )
             info = read_node_info(self.directory)
             if info and info.get("pid") == self.proc.pid:
@@ -146,7 +172,7 @@ class Member:
             else:
                 if status != 0:
                     log = self.directory / "node.log"
-                    problem = f"node {self.index} exited with status {status}; see {log}"
+                    problem = f"node {self.index} {exit_text(status)}; see {log}"
         if self.log is not None:
             self.log.close()
             self.log = None
@@ -214,7 +240,7 @@ class LocalSwarm:
                 delay = min(30.0, 2.0 ** min(member.restarts, 5))
                 member.retry_at = now + delay
                 self.say(
-                    f"node {member.index} exited with status {proc.returncode}"
+                    f"node {member.index} {exit_text(proc.returncode)}"
                     + (f"; restarting in {delay:g}s" if self.restart else "")
                 )
             if self.restart and now >= member.retry_at:

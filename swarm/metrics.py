@@ -77,6 +77,14 @@ class NodeCollector(Collector):
             "single-owner chunks signed twice with different content (both kept as evidence)",
             value=stats.equivocations,
         )
+        repairs = CounterMetricFamily(
+            "swarm_damaged_chunks",
+            "chunks found damaged on disk: fetched again from a peer, or lost (no peer had them)",
+            labels=["outcome"],
+        )
+        for outcome, value in stats.repairs.items():
+            repairs.add_metric([outcome], value)
+        yield repairs
         records = CounterMetricFamily(
             "swarm_peer_records",
             "gossiped peer records: received, rejected (bad signature or network), rate_limited "

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -27,70 +26,31 @@ from kademlia import PeerTable, get_strategy, sync_bins
 from kademlia.addresses import AddressBook, Backoff, DialPolicy, PeerAddress
 from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
-from localstore.cache import DEFAULT_CACHE_BYTES
 from pot import MAX_PO, proximity
 from streamer.channel import TlsCredentials
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
 from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
 from streamer.requests import RequestTable
+from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
+from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
 from swarm.peer import Peer
+from swarm.repair import Repair
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
-from swarm.spaces.replica import SpaceConfig  # spaces (issue 15)
 from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
 from syncer.puller import Puller, SyncRule
-from syncer.pullsync import PullerConfig, PullSyncClient
+from syncer.pullsync import PullSyncClient
 from syncer.transfers import Transfers
 from syncer.upstream import Upstream
 from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
-
-# What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
-# coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
-DEFAULT_STRATEGY = "temperature"
-CHANNELS = ("tls", "plain")
-
-
-@dataclass(frozen=True)
-class NodeConfig:
-    """Everything a node needs to start. Port 0 picks a free port."""
-
-    data_dir: Path
-    host: str = "127.0.0.1"
-    port: int = 0
-    api_host: str = "127.0.0.1"
-    api_port: int | None = 0  # None: no HTTP API
-    peers: tuple[tuple[str, int], ...] = ()  # bootnodes
-    network_id: int = 1
-    strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
-    channel: str = "tls"  # "plain": no TLS under the protocol (to measure what TLS costs)
-    # networks (CIDR) whose addresses gossip may make this node dial; empty: loopback only for a
-    # node listening on loopback, else every address but loopback, link-local and multicast
-    dial_networks: tuple[str, ...] = ()
-    neighbourhood_size: int = 3
-    saturation: int = 4
-    over_saturation: int = 8
-    gossip: bool = True  # False: static peering, no peer records sent or learned
-    gossip_interval: float = 5.0
-    live_idle: float = 0.05
-    retrieve_timeout: float = 10.0
-    hop_limit: int = 8
-    cache_bytes: int = DEFAULT_CACHE_BYTES  # retrieved and forwarded chunks kept in memory; 0: none
-    redial_min: float = 0.5
-    redial_max: float = 30.0
-    puller: PullerConfig = field(default_factory=PullerConfig)
-    # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
-    # 0: verify in the node's own process
-    verify_workers: int = 0
-    spaces: SpaceConfig = field(default_factory=SpaceConfig)  # multi-writer spaces (swarm/spaces/)
-
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
@@ -109,6 +69,12 @@ class Node:
 
     def _build(self) -> None:
         """Open the identity and the store, and build every service around them."""
+        self._build_storage()
+        self._build_network()
+        self._build_services()
+
+    def _build_storage(self) -> None:
+        """Identity, store, and the pulling side's state: what chunks come in through."""
         config = self.config
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.identity: NodeIdentity = load_or_create_identity(self.data_dir / "node.key")
@@ -121,6 +87,10 @@ class Node:
             self.store, verifier=self.verifier, stored=self.transfers.stored, evidence=self.equivocations
         )
         self.puller = Puller(IntervalStore(self.store), rule=self.sync_rule, config=config.puller)
+
+    def _build_network(self) -> None:
+        """The peer table, the address book and its policy, sessions, the manager, gossip."""
+        config = self.config
         self.table = PeerTable(
             self.overlay,
             neighbourhood_size=config.neighbourhood_size,
@@ -150,6 +120,10 @@ class Node:
             backoff=Backoff(config.redial_min, config.redial_max),
         )
         self.gossip = Gossip(self.identity, config.network_id, self.learn, interval=config.gossip_interval)
+
+    def _build_services(self) -> None:
+        """What serves users and repairs the store: retrieval, the Bee-shaped backend, repair."""
+        config = self.config
         self.retrieval = Retrieval(
             self.overlay,
             self.store.get,
@@ -158,6 +132,18 @@ class Node:
             timeout=config.retrieve_timeout,
             cache_bytes=config.cache_bytes,
         )
+        self.bee = NodeBeeBackend(
+            eth_key=load_or_create_eth_key(self.data_dir),
+            underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
+            get_chunk=self.retrieval.get,
+            has_chunk=self.store.has,
+            store_chunks=partial(self.intake.store_many, verified=True),
+            statistics=self.statistics,
+        )
+        self.repair = Repair(
+            lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
+        )
+        self.store.on_drop = self.repair.dropped
         # spaces (issue 15): read through the store and the swarm, fetched messages kept
         self.spaces = SpaceService(
             NodeChunks(self.store.get, self.retrieval.get, partial(self.store_chunks, verified=True)),
@@ -193,6 +179,7 @@ class Node:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.spaces.run)  # spaces (issue 15)
+                nursery.start_soon(self.repair.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
@@ -351,4 +338,5 @@ class Node:
                 "refused": self.addresses_refused,
             },
             equivocations=self.equivocations.count,
+            repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
         )

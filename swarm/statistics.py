@@ -56,6 +56,7 @@ class NodeStatistics:
     turned_away: int  # inbound connections closed at once: too many greetings under way
     gossip: dict[str, int]  # peer records: received, rejected (bad), rate_limited, refused (not kept)
     equivocations: int  # single-owner chunks signed twice with different content, seen here
+    repairs: dict[str, int]  # damaged chunks fetched again from peers, or given up
     retrieval: RetrievalStatistics
     table: TableSnapshot
     strategy: str
@@ -79,6 +80,7 @@ def collect_statistics(
     saturation: int,
     gossip: dict[str, int],
     equivocations: int,
+    repairs: dict[str, int],
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -108,6 +110,7 @@ def collect_statistics(
         turned_away=sessions.turned_away,
         gossip=gossip,
         equivocations=equivocations,
+        repairs=repairs,
         retrieval=retrieval.statistics(),
         table=table.snapshot(),
         strategy=strategy,

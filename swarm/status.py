@@ -120,6 +120,8 @@ def loss_totals(stats: NodeStatistics) -> dict[str, int]:
     totals["handshakes_refused"] = stats.handshakes_refused
     totals["turned_away"] = stats.turned_away
     totals["equivocations"] = stats.equivocations
+    totals["damaged_repaired"] = stats.repairs["repaired"]
+    totals["damaged_lost"] = stats.repairs["failed"]
     for name, value in stats.gossip.items():
         totals[f"peer_records_{name}"] = value
     return totals

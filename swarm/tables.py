@@ -86,7 +86,28 @@ def sync_status_text(doc: dict[str, Any]) -> str:
     gone = doc.get("disconnected") or []
     if gone:
         parts.append("recent disconnections (newest first)\n" + disconnections_text(gone))
+    notable = node_events_text(doc.get("totals", {}))
+    if notable:
+        parts.append(notable)
     return "\n\n".join(parts)
+
+
+NODE_EVENTS = {
+    "equivocations": "single-owner chunks signed twice with different content (GET /equivocations)",
+    "damaged_repaired": "damaged chunks fetched again from peers",
+    "damaged_lost": "damaged chunks no peer had",
+    "violations": "peers dropped for breaking the protocol",
+    "handshakes_refused": "handshakes refused",
+    "turned_away": "connections turned away (too many greetings at once)",
+    "peer_records_rejected": "gossiped peer records with a bad signature",
+    "peer_records_rate_limited": "gossiped peer records over a peer's budget",
+}
+
+
+def node_events_text(totals: dict[str, Any]) -> str:
+    """The node-wide counters worth an operator's eye, those that are not zero."""
+    lines = [f"{totals[name]:>8}  {what}" for name, what in NODE_EVENTS.items() if totals.get(name)]
+    return "node events\n" + "\n".join(lines) if lines else ""
 
 
 def disconnections_text(records: Sequence[dict[str, Any]], reason_width: int = 48) -> str:

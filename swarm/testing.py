@@ -16,7 +16,8 @@ import httpx
 import trio
 
 from localstore import CHUNK_SIZE, Chunk
-from swarm.node import Node, NodeConfig
+from swarm.config import NodeConfig
+from swarm.node import Node
 from syncer.pullsync import PullerConfig
 
 

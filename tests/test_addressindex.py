@@ -169,12 +169,12 @@ def test_the_store_rebuilds_its_index_after_an_unclean_stop_only(
     path = tmp_path / "s"
     subprocess.run([sys.executable, "-c", UNCLEAN_STOP, str(path)], check=True, timeout=60)
     chunks = random_chunks(200, seed=3)
-    with caplog.at_level("INFO", logger="localstore.storefiles"), LocalStore(path, OVERLAY) as store:
+    with caplog.at_level("INFO", logger="localstore"), LocalStore(path, OVERLAY) as store:
         assert len(store) == 200
         assert all(store.get(chunk.address) == chunk for chunk in chunks)
     assert "rebuilt the address index of 200 chunks" in caplog.text
     caplog.clear()
-    with caplog.at_level("INFO", logger="localstore.storefiles"), LocalStore(path, OVERLAY) as store:
+    with caplog.at_level("INFO", logger="localstore"), LocalStore(path, OVERLAY) as store:
         assert len(store) == 200 and store.has(chunks[0].address)
     assert "rebuilt" not in caplog.text, "a cleanly closed index is used as it is"
 
@@ -198,7 +198,7 @@ def test_a_failed_index_update_is_repaired_at_the_next_open(
             with pytest.raises(OSError, match="no space left"):
                 store.put(second)
         assert len(store) == 1, "committed to the pull index and cursors, but not indexed yet"
-    with caplog.at_level("INFO", logger="localstore.storefiles"), LocalStore(path, OVERLAY) as store:
+    with caplog.at_level("INFO", logger="localstore"), LocalStore(path, OVERLAY) as store:
         assert len(store) == 2
         assert store.get(second.address) == second and store.get(first.address) == first
     assert "rebuilt the address index of 2 chunks" in caplog.text, "a stale index is not trusted"

@@ -1,17 +1,24 @@
-"""The chunk slot file beside the LevelDB index: layout, cut-off of uncommitted writes, damage."""
+"""The chunk slot file: layout and checksum, cut-off of uncommitted writes, damage found on read."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 from pathlib import Path
 
 import pytest
+import xxhash
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from localstore import Chunk, ChunkDamaged, ChunkNotFound, LocalStore, StoreCorrupt, UnsupportedStoreVersion
-from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
+from localstore.addressindex import INDEX_FILE_NAME
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_DATA_SIZE, SLOT_HEADER_SIZE, SLOT_SIZE
 from localstore.directory import MARKER_NAME
+from localstore.ethkey import Secp256k1Key
+from localstore.soc import make_soc
 from tests.test_localstore import OVERLAY, random_chunks, snapshot
 
 
@@ -27,16 +34,62 @@ def filled(path: Path, chunks: list[Chunk]) -> None:
             store.put(chunk)
 
 
-def test_slots_hold_address_and_data_in_store_order(tmp_path: Path) -> None:
+def test_slots_hold_address_checksum_and_data_in_store_order(tmp_path: Path) -> None:
     chunks = random_chunks(10, seed=1, size=100) + full_chunks(5, seed=2)
     filled(tmp_path / "s", chunks)
     raw = (tmp_path / "s" / CHUNK_FILE_NAME).read_bytes()
+    assert SLOT_SIZE == 32 + 8 + 4201 and SLOT_HEADER_SIZE == 40
     assert len(raw) == len(chunks) * SLOT_SIZE
     for slot, chunk in enumerate(chunks):
         record = raw[slot * SLOT_SIZE : (slot + 1) * SLOT_SIZE]
         assert record[:32] == chunk.address
-        assert record[32 : 32 + len(chunk.data)] == chunk.data
-        assert record[32 + len(chunk.data) :] == bytes(SLOT_SIZE - 32 - len(chunk.data))
+        assert record[32:40] == xxhash.xxh3_64_digest(chunk.address + chunk.data)
+        assert record[40 : 40 + len(chunk.data)] == chunk.data
+        assert record[40 + len(chunk.data) :] == bytes(SLOT_SIZE - 40 - len(chunk.data))
+
+
+@pytest.mark.parametrize("size", [0, 1, 4104, 4105, SLOT_DATA_SIZE])
+def test_data_of_any_length_up_to_a_single_owner_chunk_is_kept(tmp_path: Path, size: int) -> None:
+    """The store keeps whatever data the chunk type accepts, up to 4,201 bytes (a single-owner
+    chunk); ``verified=True`` stands in for a chunk type that accepts it."""
+    path = tmp_path / "s"
+    data = random.Random(size).randbytes(size)
+    chunk = Chunk(hashlib.sha256(data).digest(), data)
+    neighbours = random_chunks(3, seed=size)
+    with LocalStore(path, OVERLAY) as store:
+        assert store.put_many([neighbours[0], chunk, neighbours[1]], verified=True) == 3
+        assert store.get(chunk.address) == chunk
+        store.check_slot(chunk.address)
+        assert store.put(neighbours[2])
+    (path / INDEX_FILE_NAME).unlink()  # rebuilt from the pull index, lengths and all
+    with LocalStore(path, OVERLAY) as store:
+        assert [store.get(c.address) for c in (chunk, *neighbours)] == [chunk, *neighbours]
+
+
+def test_full_single_owner_chunks_are_stored_checked_and_served(tmp_path: Path) -> None:
+    """Real SOCs of 4,201 bytes, verified by put, between content chunks: no slot overflows into
+    the next, and a flipped byte of a SOC's payload is found like any other."""
+    key = Secp256k1Key.from_hex("55" * 32)
+    rng = random.Random(15)
+    socs = [Chunk.from_soc(make_soc(key, rng.randbytes(32), rng.randbytes(4096))) for _ in range(3)]
+    assert {len(soc.data) for soc in socs} == {SLOT_DATA_SIZE}
+    chunks = [socs[0], *full_chunks(2, seed=16), socs[1], socs[2]]
+    path = tmp_path / "s"
+    filled(path, chunks)
+    with LocalStore(path, OVERLAY) as store:
+        assert [store.get(c.address) for c in chunks] == chunks
+        flip(path, 3, SLOT_HEADER_SIZE + SLOT_DATA_SIZE - 1)
+        with pytest.raises(ChunkDamaged):
+            store.get(socs[1].address)
+        assert store.get(socs[2].address) == socs[2]
+
+
+def test_data_longer_than_a_slot_is_refused_and_nothing_stored(tmp_path: Path) -> None:
+    chunk = Chunk(bytes(range(32)), bytes(SLOT_DATA_SIZE + 1))
+    with LocalStore(tmp_path / "s", OVERLAY) as store:
+        with pytest.raises(ValueError, match=f"a slot holds {SLOT_DATA_SIZE}"):
+            store.put_many([random_chunks(1, seed=1)[0], chunk], verified=True)
+        assert len(store) == 0 and sum(store.cursors()) == 0
 
 
 def test_a_repeated_chunk_takes_no_slot(tmp_path: Path) -> None:
@@ -75,23 +128,11 @@ def test_uncommitted_slots_of_an_empty_store_are_cut_off(tmp_path: Path) -> None
     assert (path / CHUNK_FILE_NAME).stat().st_size == SLOT_SIZE
 
 
-def test_a_short_chunk_file_is_corrupt_and_kept(tmp_path: Path) -> None:
-    path = tmp_path / "s"
-    filled(path, random_chunks(6, seed=6))
-    data = path / CHUNK_FILE_NAME
-    with open(data, "r+b") as file:
-        file.truncate(4 * SLOT_SIZE + 10)
-    kept = data.read_bytes()
-    with pytest.raises(StoreCorrupt, match=f"{CHUNK_FILE_NAME} holds 4 whole slots but the index names 6"):
-        LocalStore(path, OVERLAY)
-    assert data.read_bytes() == kept
-
-
 def test_a_missing_chunk_file_is_corrupt(tmp_path: Path) -> None:
     path = tmp_path / "s"
     filled(path, random_chunks(3, seed=7))
     (path / CHUNK_FILE_NAME).unlink()
-    with pytest.raises(StoreCorrupt, match=f"{CHUNK_FILE_NAME} is missing"):
+    with pytest.raises(StoreCorrupt, match=f"{CHUNK_FILE_NAME} is missing.*move the directory away"):
         LocalStore(path, OVERLAY)
     assert not (path / CHUNK_FILE_NAME).exists()
 
@@ -128,7 +169,7 @@ def test_leveldb_gone_but_chunk_data_left_is_refused_untouched(tmp_path: Path) -
     assert snapshot(path) == files
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_store_is_refused_with_what_to_do(tmp_path: Path, version: int) -> None:
     path = tmp_path / "s"
     filled(path, random_chunks(2, seed=10))
@@ -138,7 +179,7 @@ def test_an_older_store_is_refused_with_what_to_do(tmp_path: Path, version: int)
     marker.write_text(json.dumps(fields))
     with pytest.raises(
         UnsupportedStoreVersion,
-        match=f"version {version}; this code reads version 3 only "
+        match=f"version {version}; this code reads version 4 only "
         r"\(an older format: move the directory away",
     ):
         LocalStore(path, OVERLAY)
@@ -179,7 +220,7 @@ def test_a_damaged_chunk_is_dropped_when_found_and_can_be_stored_again(tmp_path:
     assert (path / CHUNK_FILE_NAME).stat().st_size == 31 * SLOT_SIZE, "the damaged slot stays taken"
 
 
-def test_check_slot_finds_damage_without_reading_the_payload(tmp_path: Path) -> None:
+def test_check_slot_finds_a_lost_slot_and_a_damaged_payload(tmp_path: Path) -> None:
     path = tmp_path / "s"
     chunks = random_chunks(5, seed=12)
     filled(path, chunks)
@@ -190,5 +231,80 @@ def test_check_slot_finds_damage_without_reading_the_payload(tmp_path: Path) -> 
             store.check_slot(chunks[3].address)
         with pytest.raises(ChunkNotFound):
             store.check_slot(chunks[3].address)
-        assert len(store) == 4
+        flip(path, 1, SLOT_HEADER_SIZE + 20)
+        with pytest.raises(ChunkDamaged, match="does not match its checksum"):
+            store.check_slot(chunks[1].address)
+        assert len(store) == 3 and not store.has(chunks[1].address)
         store.check_slot(chunks[4].address)
+        assert store.statistics().dropped == 2
+
+
+def flip(path: Path, slot: int, offset: int, mask: int = 0x01) -> None:
+    """Flip bits of one byte of a slot, as bit rot would."""
+    with open(path / CHUNK_FILE_NAME, "r+b") as file:
+        file.seek(slot * SLOT_SIZE + offset)
+        byte = file.read(1)[0]
+        file.seek(slot * SLOT_SIZE + offset)
+        file.write(bytes((byte ^ mask,)))
+
+
+@pytest.mark.parametrize(
+    "where",
+    [0, 31, 32, 39, 40, 47, 48, 40 + 2048, 40 + 4103],
+    ids=["address", "address-end", "checksum", "checksum-end", "span", "span-end", "payload", "mid", "last"],
+)
+def test_a_flipped_bit_in_a_slot_is_never_served(tmp_path: Path, where: int) -> None:
+    path = tmp_path / "s"
+    chunks = full_chunks(4, seed=13)
+    filled(path, chunks)
+    with LocalStore(path, OVERLAY) as store:
+        flip(path, 2, where)
+        with pytest.raises(ChunkDamaged) as info:
+            store.get(chunks[2].address)
+        assert info.value.slot == 2 and info.value.address == chunks[2].address
+        with pytest.raises(ChunkNotFound):
+            store.get(chunks[2].address)
+        others = [c for c in chunks if c != chunks[2]]
+        assert [store.get(c.address) for c in others] == others
+        assert not store.has(chunks[2].address) and store.statistics().dropped == 1
+        victim_bin = store.bin_of(chunks[2].address)
+        assert chunks[2].address not in [a for _, a in store.iter_bin(victim_bin, 1)]
+        assert store.put(chunks[2]), "stored again, in a new slot"
+        assert store.get(chunks[2].address) == chunks[2]
+
+
+def test_a_flipped_byte_in_the_padding_harms_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    chunks = random_chunks(3, seed=14, size=100)
+    filled(path, chunks)
+    flip(path, 1, SLOT_SIZE - 1, 0xFF)
+    with LocalStore(path, OVERLAY) as store:
+        assert [store.get(c.address) for c in chunks] == chunks
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sizes=st.lists(st.integers(0, 4096), min_size=1, max_size=6),
+    victim=st.integers(0, 5),
+    position=st.floats(0, 1, exclude_max=True),
+    mask=st.integers(1, 255),
+)
+def test_property_get_never_returns_other_bytes_than_were_put(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], victim: int, position: float, mask: int
+) -> None:
+    """Damage any bits of one byte in the covered part of a slot (address, checksum, data): get
+    raises ChunkDamaged for that chunk, returns every other chunk intact, and nothing else."""
+    path = tmp_path_factory.mktemp("rot") / "s"
+    rng = random.Random(len(sizes))
+    chunks = list({c.address: c for c in (Chunk.from_payload(rng.randbytes(n)) for n in sizes)}.values())
+    victim %= len(chunks)
+    filled(path, chunks)
+    with LocalStore(path, OVERLAY) as store:
+        flip(path, victim, int(position * (SLOT_HEADER_SIZE + len(chunks[victim].data))), mask)
+        for slot, chunk in enumerate(chunks):
+            if slot == victim:
+                with pytest.raises(ChunkDamaged):
+                    store.get(chunk.address)
+            else:
+                assert store.get(chunk.address) == chunk
+        assert len(store) == len(chunks) - 1

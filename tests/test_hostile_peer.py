@@ -58,7 +58,8 @@ from streamer.messages import (
     WantedHashes,
 )
 from swarm import testing
-from swarm.node import Node, NodeConfig
+from swarm.config import NodeConfig
+from swarm.node import Node
 from swarm.testing import NodeProcess, poll, preload, random_chunks, start_node, wait_for
 from syncer.pullsync import PullerConfig
 
@@ -375,6 +376,25 @@ async def forged_chunk(h: HostilePeer) -> Expect:
     )
 
 
+async def forged_soc(h: HostilePeer) -> Expect:
+    """A single-owner chunk in the hostile upstream's bin, delivered with its signature changed:
+    as invalid as a content chunk with wrong data."""
+    from localstore.ethkey import Secp256k1Key
+    from localstore.soc import make_soc
+
+    key = Secp256k1Key.generate()
+    soc = next(
+        s
+        for s in (make_soc(key, i.to_bytes(32, "big"), b"signed once") for i in range(4096))
+        if min(proximity(s.address, h.overlay), MAX_PO) == FORGED_BIN
+    )
+    claimed = Chunk.from_soc(soc)
+    await play_upstream_until_wanted(h, claimed)
+    forged = soc.data[:40] + bytes([soc.data[40] ^ 1]) + soc.data[41:]  # a byte of the signature
+    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, forged))
+    return Expect(GoodbyeCode.INVALID_CHUNK, handshaken=True, counter="invalid", absent=(claimed.address,))
+
+
 async def corrupted_chunk(h: HostilePeer) -> Expect:
     """The claimed chunk's own data with one payload bit flipped."""
     claimed = h.chunks[2]
@@ -508,6 +528,7 @@ SCENARIOS: dict[str, Callable[[HostilePeer], Awaitable[Expect]]] = {
         signed_over_our_own_nonce,
         overlay_not_from_key,
         forged_chunk,
+        forged_soc,
         corrupted_chunk,
         valid_then_forged,
         unsolicited_delivery,

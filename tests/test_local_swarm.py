@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -65,8 +66,12 @@ def quiet(data_dir: Path) -> bool:
     return all(sync_doc(data_dir, i)["fully_synced"] for i in range(NODES))
 
 
-def swarm_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "swarm", *args], capture_output=True, timeout=timeout)
+def swarm_cli(
+    *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "swarm", *args], capture_output=True, timeout=timeout, env=env
+    )
 
 
 def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> None:
@@ -76,6 +81,10 @@ def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> N
     source.write_bytes(data)
     reference, chunks = split_bytes(data)
     addresses = [c.address for c in chunks]
+    # `swarm up` records where it runs; the client commands below find it without --data-dir
+    env = {k: v for k, v in os.environ.items() if k != "SWARM_DATA_DIR"}
+    (tmp_path / "run").mkdir()
+    env.update(HOME=str(tmp_path / "home"), XDG_RUNTIME_DIR=str(tmp_path / "run"))
     up = subprocess.Popen(
         [
             sys.executable,
@@ -92,21 +101,22 @@ def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> N
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env=env,
     )
     try:
         poll(lambda: all_up(data_dir), timeout=60)
         # everyone learns everyone through the bootnode
         poll(lambda: all(len(sync_doc(data_dir, i)["peers"]) == NODES - 1 for i in range(NODES)), timeout=60)
 
-        uploaded = swarm_cli("upload", str(source), "--data-dir", str(data_dir), "--node", "0", "-q")
+        records = list((tmp_path / "run" / "swarm").glob("up-*.json"))
+        assert len(records) == 1 and str(data_dir) in records[0].read_text()
+        uploaded = swarm_cli("upload", str(source), "--node", "0", "-q", env=env)
         assert uploaded.returncode == 0, uploaded.stderr
         assert uploaded.stdout.decode().strip() == reference.hex()
 
         poll(lambda: quiet(data_dir) and placed(data_dir, addresses), timeout=90)
         out = tmp_path / "out.bin"
-        got = swarm_cli(
-            "download", reference.hex(), "-o", str(out), "--data-dir", str(data_dir), "--node", "5"
-        )
+        got = swarm_cli("download", reference.hex(), "-o", str(out), "--node", "5", env=env)
         assert got.returncode == 0, got.stderr
         assert out.read_bytes() == data
 
@@ -127,10 +137,13 @@ def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> N
             response = httpx.get(f"{api(data_dir, i)}/bytes/{reference.hex()}", timeout=60)
             assert response.status_code == 200 and response.content == data, i
         # the command-line views work against the live swarm
-        status = swarm_cli("sync-status", "--all", "--data-dir", str(data_dir))
+        status = swarm_cli("sync-status", "--all", env=env)
         assert status.returncode == 0 and status.stdout.decode().count("yes") == NODES
-        topo = swarm_cli("topology", "--data-dir", str(data_dir), "--node", "3", "--json")
+        topo = swarm_cli("topology", "--node", "3", "--json", env=env)
         assert topo.returncode == 0 and b'"connected": 5' in topo.stdout
+        ports = ",".join(api(data_dir, i).rsplit(":", 1)[1] for i in range(NODES))
+        dashboard = swarm_cli("dashboard", env=env)
+        assert dashboard.stdout.decode().strip() == f"{api(data_dir, 0)}/dashboard?nodes={ports}"
     finally:
         up.send_signal(signal.SIGINT)
         try:
@@ -140,6 +153,9 @@ def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> N
             output, _ = up.communicate()
     assert up.returncode == 0, output.decode()[-2000:]
     assert f"stopped: {NODES} nodes closed cleanly" in output.decode()
+    assert "node 2 was killed by SIGKILL; restarting in 1s" in output.decode()
+    assert f"dashboard: {dashboard.stdout.decode().strip()}" in output.decode()
+    assert not list((tmp_path / "run" / "swarm").glob("up-*.json"))  # the record goes with the swarm
     # every node process is gone after Ctrl-C
     for i in range(NODES):
         info = read_node_info(data_dir / f"node-{i}")
@@ -220,3 +236,21 @@ def test_a_node_that_does_not_stop_cleanly_is_reported(tmp_path: Path, kind: str
     assert member.stop(timeout=10) is None
     member.proc.stdout.close()
     assert member.stop(timeout=10) is None
+
+
+def test_swarm_up_says_why_a_node_could_not_start(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(tmp_path)}
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = swarm_cli(
+            "up", "--nodes", "1", "--data-dir", str(tmp_path / "s"), "--base-port", str(port), env=env
+        )
+    err = result.stderr.decode()
+    assert result.returncode != 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert (
+        f"node 0 exited with status 2 while starting: cannot listen for the HTTP API (--api-port) "
+        f"on 127.0.0.1:{port}: the port is already in use; see {tmp_path / 's' / 'node-0' / 'node.log'}"
+    ) in err
+    assert not list((tmp_path / "swarm").glob("up-*.json"))  # nothing recorded for a swarm that never ran

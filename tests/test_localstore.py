@@ -36,7 +36,7 @@ from localstore import (
     UnsupportedStoreVersion,
     bmt_address,
 )
-from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_HEADER_SIZE, SLOT_SIZE, checksum
 from localstore.directory import FORMAT_VERSION, MARKER_NAME
 from localstore.pullindex import ENTRY_SIZE, HOLE_SLOT, pull_file_name
 from localstore.store import KEY_BIN_COUNTER, META_VERSION
@@ -451,44 +451,65 @@ def _filled_store(path: Path) -> list[Chunk]:
 
 
 @pytest.mark.parametrize(
-    "damage", ["current-garbage", "manifest-garbage", "current-missing", "table-missing"]
+    "damage", ["current-garbage", "manifest-garbage", "current-missing", "manifest-missing"]
 )
-def test_corrupt_leveldb_is_refused_untouched(store_path: Path, damage: str) -> None:
-    _filled_store(store_path)
-    names = os.listdir(store_path)
-    assert "LOG.old" in names
+def test_leveldb_with_a_lost_or_garbled_current_or_manifest_is_repaired(
+    store_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    chunks = _filled_store(store_path)
+    with LocalStore(store_path, OVERLAY) as store:
+        store.put_state(b"intervals/peer", b"kept")
+        cursors, epoch = store.cursors(), store.epoch
+    manifest = (store_path / "CURRENT").read_text().strip()
     if damage == "current-garbage":
         (store_path / "CURRENT").write_bytes(b"\x00garbage")
     elif damage == "manifest-garbage":
-        manifest = (store_path / "CURRENT").read_text().strip()
         size = (store_path / manifest).stat().st_size
         (store_path / manifest).write_bytes(random.Random(1).randbytes(size))
     elif damage == "current-missing":
         (store_path / "CURRENT").unlink()
     else:
-        tables = [name for name in names if name.endswith((".ldb", ".sst"))]
-        assert tables
-        for name in tables:
-            (store_path / name).unlink()
+        (store_path / manifest).unlink()
+    with caplog.at_level("WARNING", logger="localstore"), LocalStore(store_path, OVERLAY) as store:
+        assert store.cursors() == cursors and store.epoch == epoch
+        assert [store.get(chunk.address) for chunk in chunks] == chunks
+        assert store.get_state(b"intervals/peer") == b"kept"
+        assert store.put(Chunk.from_payload(b"after the repair"))
+    repaired = [r.getMessage() for r in caplog.records if "repair" in r.getMessage()]
+    assert repaired and all(str(store_path) in message for message in repaired), caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="localstore"), LocalStore(store_path, OVERLAY) as store:
+        assert len(store) == len(chunks) + 1
+    assert caplog.records == [], "repaired once, then a healthy store"
+
+
+def test_lost_leveldb_tables_are_refused_untouched_with_what_to_do(store_path: Path) -> None:
+    _filled_store(store_path)
+    tables = [name for name in os.listdir(store_path) if name.endswith((".ldb", ".sst"))]
+    assert tables
+    for name in tables:
+        (store_path / name).unlink()
     files = snapshot(store_path)
     with pytest.raises(StoreCorrupt) as info:
         LocalStore(store_path, OVERLAY)
-    assert str(store_path) in str(info.value)
+    message = str(info.value)
+    assert str(store_path) in message and "missing files" in message
+    assert "move the directory away" in message and "\n" not in message
     assert snapshot(store_path) == files
 
 
-def test_pull_index_shorter_than_its_cursor_is_reported(store_path: Path) -> None:
+def test_leveldb_emptied_under_the_chunk_files_is_refused_not_recreated(store_path: Path) -> None:
+    """A LevelDB that lost everything (its metadata, the cursors) must not start a new store
+    over the chunk files: that would cut them to nothing."""
     _filled_store(store_path)
-    with LocalStore(store_path, OVERLAY) as store:
-        bin = next(b for b, cursor in enumerate(store.cursors()) if cursor)
-        cursor = store.cursor(bin)
-    pull_file = store_path / pull_file_name(bin)
-    os.truncate(pull_file, (cursor - 1) * ENTRY_SIZE)
-    with pytest.raises(StoreCorrupt, match=f"{pull_file_name(bin)} holds {cursor - 1} whole entries"):
+    db = plyvel.DB(str(store_path))
+    for key in list(db.iterator(include_value=False)):
+        db.delete(key)
+    db.close()
+    chunk_file = (store_path / CHUNK_FILE_NAME).read_bytes()
+    with pytest.raises(StoreCorrupt, match=r"lost the store's metadata and cursors.*move the directory away"):
         LocalStore(store_path, OVERLAY)
-    pull_file.unlink()
-    with pytest.raises(StoreCorrupt, match=f"{pull_file_name(bin)} of bin {bin} is missing"):
-        LocalStore(store_path, OVERLAY)
+    assert (store_path / CHUNK_FILE_NAME).read_bytes() == chunk_file
 
 
 def test_leveldb_with_marker_but_no_metadata_is_corrupt(store_path: Path) -> None:
@@ -839,9 +860,10 @@ def test_sigkill_while_writing_leaves_a_consistent_store(store_path: Path) -> No
     chunk_file = (store_path / CHUNK_FILE_NAME).read_bytes()
     chunks = {}
     for _, _, address, slot, length in entries:
-        record = chunk_file[slot * SLOT_SIZE : slot * SLOT_SIZE + 32 + length]
+        record = chunk_file[slot * SLOT_SIZE : slot * SLOT_SIZE + SLOT_HEADER_SIZE + length]
         assert record[:32] == address, f"slot {slot} holds its chunk's address"
-        chunks[address] = record[32:]
+        assert record[32:SLOT_HEADER_SIZE] == checksum(address, record[SLOT_HEADER_SIZE:])
+        chunks[address] = record[SLOT_HEADER_SIZE:]
     assert len(chunks) == len(entries), "every chunk indexed exactly once"
     for address, data in chunks.items():
         assert bmt_address(data[8:], int.from_bytes(data[:8], "little")) == address

@@ -99,3 +99,33 @@ async def test_a_damaged_chunk_is_left_out_of_offers_and_synced_back(
             assert a.store.get(victim.address) == victim
             await wait_for(lambda: b.store.has(victim.address))  # and onwards, live
             nursery.cancel_scope.cancel()
+
+
+async def test_a_chunk_damaged_after_it_was_synced_is_fetched_again_from_a_peer(tmp_path: Path) -> None:
+    """Bit rot at the downstream after the sync: the range is recorded as synced, so pull sync
+    would never bring the chunk back; the repair asks the peers directly, and it comes back."""
+    from localstore import ChunkDamaged
+    from localstore.chunkfile import SLOT_HEADER_SIZE
+
+    chunks = random_chunks(30, seed=9)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a"))
+            for chunk in chunks:
+                a.intake.store(chunk)
+            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
+            await wait_for(lambda: holds_all(b, chunks) and fully_synced(b))
+            victim = chunks[7]
+            slot = b.store._entry_of(victim.address).slot
+            with open(Path(b.store.path) / CHUNK_FILE_NAME, "r+b") as file:
+                file.seek(slot * SLOT_SIZE + SLOT_HEADER_SIZE + 100)
+                byte = file.read(1)
+                file.seek(-1, 1)
+                file.write(bytes([byte[0] ^ 0x10]))
+            with pytest.raises(ChunkDamaged):
+                b.store.get(victim.address)
+            await wait_for(lambda: b.store.has(victim.address))
+            assert b.store.get(victim.address) == victim
+            assert b.repair.repaired == 1
+            nursery.cancel_scope.cancel()
+

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore import StoreCorrupt
 from localstore.pullindex import (
     ENTRY_SIZE,
     HOLE_SLOT,
@@ -34,6 +34,7 @@ def address(n: int) -> bytes:
             st.tuples(st.just("append"), st.integers(0, BINS - 1), st.integers(1, 40)),
             st.tuples(st.just("punch"), st.integers(0, BINS - 1), st.integers(1, 200)),
             st.tuples(st.just("reopen"), st.integers(0, BINS - 1), st.integers(0, 5)),
+            st.tuples(st.just("tear"), st.integers(0, BINS - 1), st.integers(1, 3 * ENTRY_SIZE)),
         ),
         max_size=60,
     )
@@ -67,6 +68,20 @@ def test_property_pull_index_matches_lists(
                 )
                 index.close()
                 index = PullIndex(directory, committed)
+                assert index.lost == {}
+            elif op == "tear":
+                # a power cut: the file loses its last n bytes, its committed cursor stays
+                index.close()
+                path = Path(directory) / pull_file_name(bin)
+                size = path.stat().st_size if path.exists() else 0
+                if size:
+                    os.truncate(path, max(0, size - n))
+                whole = max(0, size - n) // ENTRY_SIZE
+                index = PullIndex(directory, [len(e) for e in model])
+                cursor = len(entries)
+                assert index.lost == ({bin: range(whole + 1, cursor + 1)} if whole < cursor else {})
+                index.repair_lost()
+                entries[whole:] = [None] * (cursor - whole)
         for bin in range(BINS):
             entries = model[bin]
             assert list(index.read(bin, 1, len(entries))) == [e for e in entries if e is not None]
@@ -98,16 +113,41 @@ def test_a_hole_is_written_in_place(tmp_path: Path) -> None:
     assert raw[2 * ENTRY_SIZE : 2 * ENTRY_SIZE + 32] == address(2)
 
 
-def test_files_shorter_than_their_cursors_are_corrupt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cut", [1, 3, ENTRY_SIZE - 1, ENTRY_SIZE, ENTRY_SIZE + 1, 3 * ENTRY_SIZE])
+def test_a_torn_tail_becomes_holes_up_to_the_cursor(tmp_path: Path, cut: int) -> None:
     index = PullIndex(str(tmp_path), [0, 0])
-    index.append(1, 1, [encode_entry(address(n), n, 10) for n in range(4)])
+    index.append(1, 1, [encode_entry(address(n), n, 10) for n in range(5)])
     index.close()
-    with pytest.raises(
-        StoreCorrupt, match=f"{pull_file_name(1)} holds 4 whole entries but bin 1's cursor is 5"
-    ):
-        PullIndex(str(tmp_path), [0, 5])
-    with pytest.raises(StoreCorrupt, match=f"{pull_file_name(0)} of bin 0 is missing"):
-        PullIndex(str(tmp_path), [1, 4])
+    path = tmp_path / pull_file_name(1)
+    os.truncate(path, 5 * ENTRY_SIZE - cut)
+    kept = (5 * ENTRY_SIZE - cut) // ENTRY_SIZE
+    index = PullIndex(str(tmp_path), [0, 5])
+    try:
+        assert index.lost == {1: range(kept + 1, 6)}
+        assert index.torn == {1: (5 * ENTRY_SIZE - cut) % ENTRY_SIZE}
+        index.repair_lost()
+        assert [e.address for e in index.read(1, 1, 5)] == [address(n) for n in range(kept)]
+        assert path.stat().st_size == 5 * ENTRY_SIZE, "the bin keeps its cursor"
+        index.append(1, 6, [encode_entry(address(99), 99, 10)])
+        assert [e.bin_id for e in index.read(1, 1, 6)] == [*range(1, kept + 1), 6]
+    finally:
+        index.close()
+    again = PullIndex(str(tmp_path), [0, 6])
+    assert again.lost == {}, "repaired once"
+    again.close()
+
+
+def test_a_lost_file_becomes_holes(tmp_path: Path) -> None:
+    index = PullIndex(str(tmp_path), [1, 4])
+    try:
+        assert index.lost == {0: range(1, 2), 1: range(1, 5)}
+        index.repair_lost()
+        assert list(index.read(1, 1, 4)) == []
+        assert (tmp_path / pull_file_name(1)).read_bytes() == (
+            bytes(32) + HOLE_SLOT.to_bytes(6, "big") + bytes(2)
+        ) * 4
+    finally:
+        index.close()
 
 
 def test_entries_are_checked_when_encoded() -> None:

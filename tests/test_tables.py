@@ -70,3 +70,11 @@ def test_sync_status_lists_disconnections_only_when_there_are_some() -> None:
     assert [row.split(" | ")[0] for row in section[2:]] == ["abababababab", "010101010101"]
     assert section[3].rstrip().endswith("yes")
     assert "no peers connected" in text
+
+
+def test_node_events_show_only_what_happened() -> None:
+    from swarm.tables import node_events_text
+
+    assert node_events_text({"equivocations": 0, "violations": 0}) == ""
+    text = node_events_text({"equivocations": 2, "violations": 0, "damaged_lost": 1})
+    assert "signed twice" in text and "no peer had" in text and "breaking the protocol" not in text

@@ -22,7 +22,6 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 import trio
@@ -30,10 +29,9 @@ import trio
 from localstore.chunk import Chunk
 from localstore.feeds import parse_update, update_address
 from localstore.soc import MIN_SOC_DATA_SIZE, InvalidSoc
+from swarm.spaces.config import SpaceConfig
 from swarm.spaces.messages import MEMBERS_TOPIC, InvalidSpaceMessage, decode_member_entry, message_topic
-from swarm.spaces.ordering import DEFAULT_CAPACITY
 from swarm.spaces.reader import SpaceReader, WriterView
-from swarm.spaces.total import DEFAULT_INACTIVE_AFTER
 
 __all__ = ["ChunkSource", "NotCaughtUp", "Replica", "SpaceConfig", "stored_payload"]
 
@@ -59,15 +57,6 @@ class ChunkSource(Protocol):
     async def remote(self, address: bytes) -> bytes | None: ...
 
     def keep(self, chunk: Chunk) -> None: ...
-
-
-@dataclass(frozen=True)
-class SpaceConfig:
-    capacity: int = DEFAULT_CAPACITY  # messages held unprocessed, at most (see ordering)
-    inactive_after: float = DEFAULT_INACTIVE_AFTER  # seconds of silence before a member is inactive
-    poll: float = 0.05  # seconds between looks at the local store for a feed's next message
-    remote_every: float = 2.0  # seconds between asking the swarm for a feed's next message
-    tick: float = 0.5  # seconds between pumps when nothing arrives (inactivity timeouts)
 
 
 class NotCaughtUp(Exception):

@@ -1,0 +1,51 @@
+"""How a node is configured: every setting `swarm node` and the tests can give it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from localstore.cache import DEFAULT_CACHE_BYTES
+from swarm.spaces.config import SpaceConfig  # spaces (issue 15)
+from syncer.pullsync import PullerConfig
+
+__all__ = ["CHANNELS", "DEFAULT_STRATEGY", "NodeConfig"]
+
+# What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
+# coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
+DEFAULT_STRATEGY = "temperature"
+CHANNELS = ("tls", "plain")
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """Everything a node needs to start. Port 0 picks a free port."""
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    api_host: str = "127.0.0.1"
+    api_port: int | None = 0  # None: no HTTP API
+    peers: tuple[tuple[str, int], ...] = ()  # bootnodes
+    network_id: int = 1
+    strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
+    channel: str = "tls"  # "plain": no TLS under the protocol (to measure what TLS costs)
+    # networks (CIDR) whose addresses gossip may make this node dial; empty: loopback only for a
+    # node listening on loopback, else every address but loopback, link-local and multicast
+    dial_networks: tuple[str, ...] = ()
+    neighbourhood_size: int = 3
+    saturation: int = 4
+    over_saturation: int = 8
+    gossip: bool = True  # False: static peering, no peer records sent or learned
+    gossip_interval: float = 5.0
+    live_idle: float = 0.05
+    retrieve_timeout: float = 10.0
+    hop_limit: int = 8
+    cache_bytes: int = DEFAULT_CACHE_BYTES  # retrieved and forwarded chunks kept in memory; 0: none
+    redial_min: float = 0.5
+    redial_max: float = 30.0
+    puller: PullerConfig = field(default_factory=PullerConfig)
+    # processes verifying synced chunks on other cores (`swarm node` picks one per spare core);
+    # 0: verify in the node's own process
+    verify_workers: int = 0
+    spaces: SpaceConfig = field(default_factory=SpaceConfig)  # multi-writer spaces (swarm/spaces/)
