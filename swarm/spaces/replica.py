@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 import trio
@@ -33,7 +34,7 @@ from swarm.spaces.config import SpaceConfig
 from swarm.spaces.messages import MEMBERS_TOPIC, InvalidSpaceMessage, decode_member_entry, message_topic
 from swarm.spaces.reader import SpaceReader, WriterView
 
-__all__ = ["ChunkSource", "NotCaughtUp", "Replica", "SpaceConfig", "stored_payload"]
+__all__ = ["ChunkSource", "FeedFollow", "NotCaughtUp", "Replica", "SpaceConfig", "stored_payload"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,16 @@ class ChunkSource(Protocol):
     def keep(self, chunk: Chunk) -> None: ...
 
 
+class FeedFollow(Protocol):
+    """Updates of the feed ``(owner, topic)`` from index ``start`` on, ``(index, SOC data)``, as
+    they are pushed to the node (live propagation, issue 14): a replica given one learns of new
+    messages at once rather than at its next look."""
+
+    def __call__(
+        self, owner: bytes, topic: bytes, start: int
+    ) -> AbstractAsyncContextManager[AsyncIterator[tuple[int, bytes]]]: ...
+
+
 class NotCaughtUp(Exception):
     """The replica could not get far enough within the time given; the text says where it is."""
 
@@ -74,6 +85,7 @@ class Replica:
         *,
         clock: Callable[[], float] = time.time,
         on_genesis: Callable[[], None] = lambda: None,
+        follow: FeedFollow | None = None,
     ) -> None:
         self.space = space
         self.topic = message_topic(space)
@@ -81,6 +93,7 @@ class Replica:
         self.config = config or SpaceConfig()
         self.clock = clock
         self._on_genesis = on_genesis
+        self._follow = follow
         self.reader = SpaceReader(capacity=self.config.capacity, inactive_after=self.config.inactive_after)
         self.reader.members_complete = False  # until the member list is read as far as it goes here
         self.name: str | None = None
@@ -104,6 +117,7 @@ class Replica:
 
     async def _member_list_loop(self) -> None:
         self._nursery_start(self._prober, lambda: self._member_list_address(), -1)
+        self._nursery_start(self._push_loop, self.space, MEMBERS_TOPIC, lambda: self.member_entries)
         while True:
             data = self.source.local(self._member_list_address())
             if data is None:
@@ -138,6 +152,7 @@ class Replica:
             self._idle[member] = False
             self._nursery_start(self._feed_loop, member)
             self._nursery_start(self._prober, lambda: self._next_address(member), member)
+            self._nursery_start(self._push_loop, entry.owner, self.topic, lambda: self._first_missing(member))
         self._arrived.set()
 
     def _nursery_start(self, function: Callable[..., Awaitable[None]], *args: object) -> None:
@@ -159,6 +174,9 @@ class Replica:
             self._idle[member] = False
             self._offer(member, seq, data)
             await trio.lowlevel.checkpoint()
+
+    def _first_missing(self, member: int) -> int:
+        return self.reader.orderer.wanted(member).start
 
     def _next_wanted(self, member: int) -> int | None:
         """The next message of ``member`` to fetch, None if its window is full."""
@@ -196,6 +214,21 @@ class Replica:
                     "space %s: feed %d: fetched %s from the swarm", self.space.hex(), feed, address.hex()
                 )
                 self._arrived.set()
+
+    async def _push_loop(self, owner: bytes, topic: bytes, start: Callable[[], int]) -> None:
+        """Keep what is pushed of a feed (from the first update this replica lacks) and look at
+        once; the feed reader takes it from the store. Followed again after a failure."""
+        if self._follow is None:
+            return
+        while True:
+            try:
+                async with self._follow(owner, topic, start()) as updates:
+                    async for index, data in updates:
+                        self.source.keep(Chunk(update_address(owner, topic, index), data))
+                        self._arrived.set()
+            except Exception as exc:  # a failing follower must not stop the replica
+                log.warning("space %s: following %s failed: %r", self.space.hex(), owner.hex(), exc)
+            await trio.sleep(self.config.remote_every)
 
     async def _nap(self) -> None:
         with trio.move_on_after(self.config.poll):
@@ -249,13 +282,13 @@ class Replica:
     async def writer_view(self, owner: bytes, timeout: float) -> WriterView:
         """What ``owner`` needs to write its next message, once this replica has processed every
         message of it there is (locally, or from the swarm); NotCaughtUp if that takes too long."""
+        await self.wait_settled(timeout)
         member = self.reader.orderer.member_of(owner)
         if member is None and not self.member_entries:
             raise NotCaughtUp(f"this node knows no space {self.space.hex()}: it has no member list (yet)")
         if member is None:
             raise NotCaughtUp(f"{owner.hex()} is not a member of space {self.space.hex()} (yet)")
         with trio.move_on_after(timeout):
-            await self.wait_settled(timeout)
             while True:
                 view = self.reader.writer_view(member)
                 if not view.pending_own:

@@ -26,7 +26,7 @@ from swarm.spaces.messages import (
     decode_message,
     message_topic,
 )
-from swarm.spaces.replica import Replica, SpaceConfig
+from swarm.spaces.replica import FeedFollow, Replica, SpaceConfig
 
 __all__ = ["NodeChunks", "RefusedWrite", "SpaceService"]
 
@@ -79,8 +79,16 @@ class RefusedWrite(Exception):
 class SpaceService:
     """The node's spaces. Start with ``await nursery.start(service.run)``."""
 
-    def __init__(self, source: NodeChunks, data_dir: Path | None, config: SpaceConfig | None = None) -> None:
+    def __init__(
+        self,
+        source: NodeChunks,
+        data_dir: Path | None,
+        config: SpaceConfig | None = None,
+        *,
+        follow: FeedFollow | None = None,
+    ) -> None:
         self.source = source
+        self.follow = follow
         self.data_dir = data_dir
         self.config = config or SpaceConfig()
         self.replicas: dict[bytes, Replica] = {}
@@ -100,7 +108,7 @@ class SpaceService:
         if replica is None:
             if self._nursery is None:
                 raise RuntimeError("the space service is not running")
-            replica = Replica(space, self.source, self.config, on_genesis=self._save)
+            replica = Replica(space, self.source, self.config, on_genesis=self._save, follow=self.follow)
             self.replicas[space] = replica  # before it starts: a concurrent open finds it
             await self._nursery.start(replica.run)
         return replica
@@ -133,6 +141,9 @@ class SpaceService:
         to the replica at once; returns its address."""
         replica = await self.open(space)
         member = replica.reader.orderer.member_of(owner)
+        if member is None:  # a replica just opened may not have read the member list yet
+            await replica.wait_settled(self.config.tick * 4)
+            member = replica.reader.orderer.member_of(owner)
         if member is None:
             raise RefusedWrite(403, f"{owner.hex()} is not a member of space {space.hex()} (join it first)")
         try:
