@@ -134,3 +134,40 @@ async def test_a_writer_waits_for_its_own_messages_before_writing_again() -> Non
             with pytest.raises(NotCaughtUp, match="not a member"):
                 await replica.writer_view(SPACE, 0.5)
             nursery.cancel_scope.cancel()
+
+
+async def test_live_propagation_drives_the_replica_through_the_adapter() -> None:
+    """`live_follow` over an object shaped like the node's live service (issue 14)."""
+    from types import SimpleNamespace
+
+    from localstore.feeds import parse_update, update_address
+    from swarm.spaces.live_source import live_follow
+
+    source = DictSource()
+    put(source, member_update(0, ALICE, "s"))
+    sent, shown = trio.open_memory_channel[object](10)
+    asked: list[tuple[bytes, int | None, str]] = []
+
+    class Live:
+        @asynccontextmanager
+        async def follow(
+            self, owner: bytes, topic: bytes, *, start: int | None = None, mode: str = "light"
+        ) -> AsyncIterator[SimpleNamespace]:
+            asked.append((owner, start, mode))
+            if owner != ALICE.owner:
+                await trio.sleep_forever()
+            yield SimpleNamespace(events=shown)
+
+    config = SpaceConfig(poll=1000.0, remote_every=1000.0, tick=1000.0)
+    replica = Replica(SPACE, source, config, follow=live_follow(Live()))
+    chunk = message(ALICE, 0, 0, (), (-1,))
+    update = parse_update(ALICE.owner, message_topic(SPACE), 0, chunk.data)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(replica.run)
+            await wait_for(lambda: (ALICE.owner, 0, "full") in asked)
+            await sent.send(SimpleNamespace(stream="a start event, no update"))
+            await sent.send(SimpleNamespace(update=update, via="pushed"))
+            await wait_for(lambda: replica.reader.orderer.processed == 1)
+            assert source.local(update_address(ALICE.owner, message_topic(SPACE), 0)) == chunk.data
+            nursery.cancel_scope.cancel()
