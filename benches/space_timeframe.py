@@ -8,8 +8,8 @@ Per member count, the mean over a history (`benches.space_workload`) of
 - ``delta``: this project's encoding (`swarm.spaces.timeframe`), the entries changed since the
   writer's previous message;
 
-for ``all`` members writing, and for ``4`` of them writing while the others only read. Prints
-one JSON line.
+for all members writing alike (``uniform``), and for a few writing most (``skewed``: member
+``i`` in proportion to ``1 / (i + 1)``). Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from benches.space_workload import history
 from swarm.spaces.timeframe import delta_between, encode_delta, full_vector_size
 
 
-def sizes(members: int, messages: int, active: int | None) -> dict[str, float]:
-    written = history(members, messages, active=active)
+def sizes(members: int, messages: int, skewed: bool) -> dict[str, float]:
+    written = history(members, messages, skewed=skewed)
     return {
         "dxos": round(fmean(full_vector_size(w.timeframe, w.member, key_size=32) for w in written), 1),
         "vector": round(fmean(full_vector_size(w.timeframe, w.member, key_size=0) for w in written), 1),
@@ -40,8 +40,8 @@ def main() -> None:
     result: dict[str, object] = {"messages": args.messages}
     for members in (2, 4, 8, 16, 32, 64, 128):
         result[str(members)] = {
-            "all": sizes(members, args.messages, None),
-            "4": sizes(members, args.messages, min(4, members)),
+            "uniform": sizes(members, args.messages, False),
+            "skewed": sizes(members, args.messages, True),
         }
     print(json.dumps(result))
 
