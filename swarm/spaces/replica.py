@@ -19,7 +19,6 @@ a poll. Everything it waits for is bounded by the caller's timeouts.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -101,6 +100,7 @@ class Replica:
         self.bad_entries = 0  # member list updates that were not member entries (skipped)
         self._published: dict[int, int] = {}  # per member: next seq after its last write through here
         self._idle: dict[int, bool] = {-1: False}  # per feed (-1: the member list): last look found nothing
+        self._full: set[int] = set()  # members whose last look found their window full
         self._pumped = trio.Event()  # set after each pump that changed something
         self._arrived = trio.Event()  # set when something was offered: the pump should run
         self._room = trio.Event()  # set when processing freed room in the windows
@@ -164,6 +164,7 @@ class Replica:
             seq = self._next_wanted(member)
             if seq is None:
                 self._idle[member] = True
+                self._full.add(member)
                 await self._room_or_nap()
                 continue
             data = self.source.local(self.message_address(member, seq))
@@ -247,7 +248,10 @@ class Replica:
             if causal or ordered:
                 self._pumped.set()
                 self._pumped = trio.Event()
-            if causal:
+            if causal:  # room in the windows: a feed that was full must look before the replica settles
+                for member in self._full:
+                    self._idle[member] = False
+                self._full.clear()
                 self._room.set()
                 self._room = trio.Event()
 
@@ -322,5 +326,4 @@ class Replica:
             "held": orderer.held_total(),
             "ordered": self.reader.total.emitted,
             "settled": self.settled(),
-            "poll": self.config.poll if math.isfinite(self.config.poll) else None,
         }
