@@ -129,3 +129,22 @@ async def test_a_chunk_damaged_after_it_was_synced_is_fetched_again_from_a_peer(
             assert b.repair.repaired == 1
             nursery.cancel_scope.cancel()
 
+
+
+async def test_a_node_that_stops_says_goodbye_to_its_peers(tmp_path: Path) -> None:
+    """Cancelling a node (SIGINT/SIGTERM in `swarm node`) first sends every peer a Goodbye
+    (SHUTDOWN), so they know it left on purpose, then stops its services and closes its store."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            b = await start_node(nursery, node_config(tmp_path / "b"))
+            with trio.CancelScope() as a_scope:
+                async with trio.open_nursery() as a_nursery:
+                    config = node_config(tmp_path / "a", peers=[("127.0.0.1", b.p2p_port)])
+                    a = await start_node(a_nursery, config)
+                    await wait_for(lambda: a.overlay in b.peers)
+                    a_scope.cancel()
+            await wait_for(lambda: bool(b.sessions.disconnections))
+            (gone,) = b.sessions.disconnections
+            assert (gone.by, gone.code, gone.reason) == ("remote", "SHUTDOWN", "node shutting down")
+            assert a.store.closed
+            nursery.cancel_scope.cancel()
