@@ -296,7 +296,7 @@ def print_status(doc: dict[str, Any]) -> None:
             [
                 m["member"],
                 _short(m["owner"]),
-                m["processed"],
+                "-" if m["last_processed"] is None else m["last_processed"],
                 m["held"],
                 "yes" if m["active"] else "NO",
                 state,
@@ -305,7 +305,7 @@ def print_status(doc: dict[str, Any]) -> None:
     print(
         f"space {doc['space']} {doc['name']!r}: {doc['processed']} processed, {doc['ordered']} in total order"
     )
-    print(table(["member", "owner", "processed", "held", "active", "state"], rows))
+    print(table(["member", "owner", "last processed", "held", "active", "state"], rows))
     for missing in doc["missing"]:
         what = f"message {missing['seq']} of member {missing['member']} ({_short(missing['owner'] or '?')})"
         if missing["seq"] is None:

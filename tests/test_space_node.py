@@ -116,3 +116,66 @@ async def test_a_stalled_node_names_the_missing_message_and_resumes_when_it_arri
             for c in (client, other):
                 await call(c.close)
             nursery.cancel_scope.cancel()
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from swarm.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def test_the_space_commands_print_what_the_node_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alice_key, bob_key = tmp_path / "alice.key", tmp_path / "bob.key"
+    invite = tmp_path / "chat.space"
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            node = await start_node(nursery, node_config(tmp_path / "n"))
+            api = ["--api", f"http://127.0.0.1:{node.api_port}"]
+
+            async def cli(*argv: str) -> tuple[int, str, str]:
+                return await call(run_cli, capsys, *argv)
+
+            code, out, err = await cli(
+                "space", "new", "chat", "--key", str(alice_key), "--out", str(invite), *api
+            )
+            assert code == 0 and "made a new key" in err and "member 0 is 0x" in out
+            space = load_space(invite)
+            assert (await cli("space", "join", str(invite), "--key", str(bob_key), *api))[1].startswith(
+                "member 1 "
+            )
+            assert (await cli("space", "say", str(invite), "--key", str(alice_key), "hello", "bob", *api))[
+                1
+            ] == ("member 0 message 0\n")
+            await cli("space", "set", space, "--key", str(bob_key), "colour", "blue", *api)
+            await cli("space", "heartbeat", space, "--key", str(bob_key), *api)
+            code, out, _ = await cli("space", "log", space, *api)
+            lines = out.splitlines()
+            assert len(lines) == 2 and "0:0" in lines[0] and lines[0].endswith(": hello bob")
+            assert "1:0" in lines[1] and "[0,-]" in lines[1] and lines[1].endswith("set colour = blue")
+            code, out, _ = await cli("space", "log", space, "--heartbeats", "--json", *api)
+            assert [json.loads(line)["kind"] for line in out.splitlines()] == ["say", "set", "heartbeat"]
+            code, out, _ = await cli("space", "state", space, *api)
+            assert "colour" in out and "blue" in out
+            code, out, _ = await cli("space", "state", space, "--json", *api)
+            assert json.loads(out)["colour"]["value"] == "blue"
+            code, out, _ = await cli("space", "status", space, *api)
+            assert "not stalled" in out and "last processed" in out
+            code, out, _ = await cli("space", "members", space, *api)
+            assert "'chat'" in out and out.count("\n") == 5  # a title, a header, a rule, two members
+            code, out, err = await cli("space", "say", space, "--key", str(tmp_path / "nokey"), "x", *api)
+            assert code == 2 and err.startswith("swarm: error: cannot use key file") and err.count("\n") == 1
+            code, out, err = await cli("space", "log", str(tmp_path / "nothing.space"), *api)
+            assert code == 2 and "neither a space id" in err and err.count("\n") == 1
+            code, out, err = await cli("space", "say", space, "--key", str(bob_key), "x" * 5000, *api)
+            assert code == 2 and "at most 4096" in err
+            nursery.cancel_scope.cancel()
+    code, out, err = run_cli(capsys, "space", "status", space, "--api", "http://127.0.0.1:9")
+    assert code == 2 and "cannot reach the node API" in err and err.count("\n") == 1
+
+
+def load_space(path: Path) -> str:
+    return str(json.loads(path.read_text())["space"])

@@ -62,7 +62,7 @@ def random_run(space: Space, rng: random.Random, steps: int, *, writers: int | N
         check_bounded(space)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     writers=st.integers(2, 6),
     passive=st.integers(1, 3),
@@ -101,7 +101,7 @@ def test_readers_converge_on_one_total_order_and_state(
     assert len({tuple(space.readers[r].total_log) for r in space.all()}) == 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     writers=st.integers(2, 6),
     capacity=st.sampled_from([8, 1024]),
@@ -133,7 +133,7 @@ def test_readers_holding_the_same_messages_agree_whatever_the_order(
     assert [m.seq for m in a.status(NOW).missing] == [m.seq for m in b.status(NOW).missing]
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     honest=st.integers(2, 4),
     liars=st.integers(1, 2),

@@ -114,6 +114,7 @@ def status_json(replica: Replica, now: float) -> dict[str, Any]:
             "member": m.member,
             "owner": owners[m.member],
             "processed": m.processed,
+            "last_processed": m.processed - 1 if m.processed else None,
             "held": m.held,
             "state": m.state,
             "active": m.active,
