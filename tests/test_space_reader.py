@@ -237,3 +237,19 @@ def test_total_order_waits_while_the_member_list_is_being_read() -> None:
     assert space.pump(1.0) != ([], []) and space.total_log == []  # processed, not ordered
     space.members_complete = True
     assert [(r.member, r.seq) for r in space.pump(1.0)[1]] == [(0, 0)]
+
+
+def test_a_member_is_heard_of_when_it_wrote_not_when_its_message_was_read() -> None:
+    """Read again after a restart, a member that wrote long ago is inactive at once; a writer
+    cannot seem heard of later than its message arrived."""
+    space = reader(A, B, inactive_after=30.0)
+    old = encode_message(SpaceMessage(Kind.SAY, (), written_at=1_000, text="long ago"))
+    future = encode_message(SpaceMessage(Kind.SAY, ((0, 1),), written_at=10**15, text="from the future"))
+    space.offer(1, 0, old, 500.0)
+    space.offer(0, 0, msg(0, (), (-1, -1)), 500.0)
+    space.pump(500.0)
+    members = space.status(500.0).members
+    assert members[1].last_heard == 1.0 and not members[1].active and members[0].active
+    space.offer(1, 1, future, 600.0)
+    space.pump(600.0)
+    assert space.status(600.0).members[1].last_heard == 600.0

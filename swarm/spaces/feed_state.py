@@ -84,7 +84,7 @@ class FeedTrack:
         "invalid_from",
         "invalid_reason",
         "lamports",
-        "last_arrival",
+        "last_heard",
         "next",
         "owner",
         "processed_tf",
@@ -114,7 +114,9 @@ class FeedTrack:
         self.registered = False  # whether a waiter for `waiting` is in that feed's heap
         self.blocked_since: float | None = None
         self.waiters: list[tuple[int, int]] = []  # (seq, feed index) of heads waiting on this feed
-        self.last_arrival = now
+        # when the member was last heard of: its latest message's writing time (its own clock,
+        # but never later than the message arrived), or its admission until it has written
+        self.last_heard = now
 
     @property
     def held_end(self) -> int:

@@ -121,7 +121,6 @@ class CausalOrderer:
         if not feed.held_end <= seq < stop or seq in feed.raw:
             return False
         feed.raw[seq] = payload
-        feed.last_arrival = now
         self._decode_run(feed, now)
         return True
 
@@ -139,6 +138,9 @@ class CausalOrderer:
             needs = tuple((index, timeframe[index]) for index, _ in message.delta)
             feed.decoded.append(Held(seq, message, timeframe, OrderKey(lamport, feed.owner, seq), needs))
             feed.tail_tf, feed.tail_lamport = timeframe, lamport
+            # read again after a restart, old messages do not make a member look active
+            written = message.written_at / 1000 if message.written_at else now
+            feed.last_heard = min(now, written)
             self._graph_changed = True
             if seq == feed.next:
                 self._evaluate(feed, now)
@@ -310,8 +312,8 @@ class CausalOrderer:
         feed = self._feeds[member]
         return feed.invalid_from is not None and feed.held_end >= feed.invalid_from
 
-    def last_arrival(self, member: int) -> float:
-        return self._feeds[member].last_arrival
+    def last_heard(self, member: int) -> float:
+        return self._feeds[member].last_heard
 
     def waits(self) -> list[Wait]:
         """Every blocked next message, what it waits for and since when."""

@@ -50,7 +50,7 @@ class MemberStatus:
     waiting: Wait | None
     invalid: tuple[int, str] | None
     active: bool  # for total order: heard from within the inactivity timeout
-    last_arrival: float
+    last_heard: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +166,7 @@ class SpaceReader:
                 waits.get(member),
                 orderer.invalid(member),
                 self.total.active(orderer, member, now),
-                orderer.last_arrival(member),
+                orderer.last_heard(member),
             )
             for member in range(orderer.members)
         )

@@ -118,7 +118,7 @@ def status_json(replica: Replica, now: float) -> dict[str, Any]:
             "held": m.held,
             "state": m.state,
             "active": m.active,
-            "last_arrival": m.last_arrival,
+            "last_heard": m.last_heard,
         }
         if m.waiting is not None:
             member, seq = m.waiting.needs

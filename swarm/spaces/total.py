@@ -11,8 +11,8 @@ sorting before an emitted message can come later: the emitted sequence is the so
 messages by key, cut where knowledge ends, and identical on every reader that holds the same
 messages. This is the Flink/Kafka watermark idea; DXOS has no total order.
 
-A member silent for ``inactive_after`` seconds (nothing new from it) is **inactive**: it holds
-nothing back. A message of it that arrives later and sorts before what was already emitted is
+A member silent for ``inactive_after`` seconds (nothing new from it: ``last_heard`` is when its
+latest message was written) is **inactive**: it holds nothing back. A message of it that arrives later and sorts before what was already emitted is
 emitted at once, flagged ``late`` (there the total order of this reader departs from one that
 waited; the shared state does not, see `swarm.spaces.register`). So are messages of members
 admitted after the order passed their first message. A member that is invalid and holds every
@@ -43,7 +43,7 @@ class FrontierView(Protocol):
 
     def finished(self, member: int) -> bool: ...
 
-    def last_arrival(self, member: int) -> float: ...
+    def last_heard(self, member: int) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ class TotalOrder:
             heapq.heappush(self._pending, (key, member))
 
     def active(self, view: FrontierView, member: int, now: float) -> bool:
-        return now - view.last_arrival(member) < self.inactive_after
+        return now - view.last_heard(member) < self.inactive_after
 
     def emit(self, view: FrontierView, now: float) -> list[Ordered]:
         """The messages that can take their place in the total order now, in order."""
