@@ -12,9 +12,10 @@ messages by key, cut where knowledge ends, and identical on every reader that ho
 messages. This is the Flink/Kafka watermark idea; DXOS has no total order.
 
 A member silent for ``inactive_after`` seconds (nothing new from it: ``last_heard`` is when its
-latest message was written) is **inactive**: it holds nothing back. A message of it that arrives later and sorts before what was already emitted is
-emitted at once, flagged ``late`` (there the total order of this reader departs from one that
-waited; the shared state does not, see `swarm.spaces.register`). So are messages of members
+latest message was written) is **inactive**: it holds nothing back. A message of it that arrives
+later and sorts before what was already emitted is emitted at once, flagged ``late`` (there the
+total order of this reader departs from one that waited; the shared state does not, see
+`swarm.spaces.register`). So are messages of members
 admitted after the order passed their first message. A member that is invalid and holds every
 message it still may send holds nothing back either.
 """
