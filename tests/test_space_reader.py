@@ -253,3 +253,13 @@ def test_a_member_is_heard_of_when_it_wrote_not_when_its_message_was_read() -> N
     space.offer(1, 1, future, 600.0)
     space.pump(600.0)
     assert space.status(600.0).members[1].last_heard == 600.0
+
+
+def test_a_space_takes_at_most_256_members() -> None:
+    orderer = CausalOrderer()
+    for i in range(256):
+        assert orderer.add_member(i.to_bytes(20, "big"), 0.0) == i
+    assert orderer.add_member((5).to_bytes(20, "big"), 0.0) == 5  # a known one is still found
+    with pytest.raises(ValueError, match="at most 256 members"):
+        orderer.add_member(b"\xff" * 20, 0.0)
+    assert orderer.window() == 4  # 1024 messages held at most, 4 per member

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from swarm.spaces.cycles import reaching_cycles, ring_of_waits
 from swarm.spaces.feed_state import FeedState, FeedTrack, Held, Invalidation, Missing, Processed, Wait
 from swarm.spaces.messages import InvalidSpaceMessage, decode_message
-from swarm.spaces.timeframe import InvalidTimeframe, OrderKey, Timeframe, apply_delta
+from swarm.spaces.timeframe import MAX_MEMBERS, InvalidTimeframe, OrderKey, Timeframe, apply_delta
 
 __all__ = [
     "DEFAULT_CAPACITY",
@@ -80,9 +80,12 @@ class CausalOrderer:
         return self._index.get(owner)
 
     def add_member(self, owner: bytes, now: float) -> int:
-        """The member index of ``owner``, admitting it if new (indices in admission order)."""
+        """The member index of ``owner``, admitting it if new (indices in admission order);
+        ValueError if the space has `MAX_MEMBERS` already."""
         if owner in self._index:
             return self._index[owner]
+        if len(self._feeds) >= MAX_MEMBERS:
+            raise ValueError(f"a space has at most {MAX_MEMBERS} members")
         index = len(self._feeds)
         self._feeds.append(FeedTrack(index, owner, now))
         self._index[owner] = index

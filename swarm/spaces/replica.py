@@ -147,7 +147,12 @@ class Replica:
             self.name = entry.name
             self._on_genesis()
         known = self.reader.members
-        member = self.reader.add_member(entry.owner, self.clock())
+        try:
+            member = self.reader.add_member(entry.owner, self.clock())
+        except ValueError as exc:  # the space is full: every reader skips the same entries
+            self.bad_entries += 1
+            log.warning("space %s: member list update %d skipped: %s", self.space.hex(), index, exc)
+            return
         if member == known:  # a new member: read its feed
             self._idle[member] = False
             self._nursery_start(self._feed_loop, member)
