@@ -30,6 +30,7 @@ from swarm.cli_common import (
     positive_seconds,
     worker_count,
 )
+from swarm.cli_space import add_space_node_options, space_config  # spaces (issue 15)
 from swarm.localswarm import LocalSwarmError
 from syncer.verifier import default_workers
 
@@ -89,6 +90,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         verify_workers=args.verify_workers,
         channel=args.channel,
         dial_networks=tuple(args.dial_allow),
+        spaces=space_config(args),  # spaces (issue 15)
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -207,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="tls (default): every connection is TLS 1.3, bound to the peers' identities; plain: no "
         "encryption, for measuring what TLS costs (a plain node only talks to plain nodes)",
     )
+    add_space_node_options(p)  # spaces (issue 15)
     p.set_defaults(func=cmd_node)
 
     p = sub.add_parser(

@@ -30,7 +30,7 @@ from typing import Any
 
 from swarm.cli_common import CliError, add_target_options, print_json, target_api
 
-__all__ = ["add_space_parser"]
+__all__ = ["add_space_node_options", "add_space_parser", "space_config"]
 
 
 def _space_id(text: str) -> bytes:
@@ -321,6 +321,37 @@ def print_status(doc: dict[str, Any]) -> None:
 
 
 # -- parser --------------------------------------------------------------------------------------
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 10**9:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
+def add_space_node_options(p: argparse.ArgumentParser) -> None:
+    """`swarm node`'s options for the spaces it follows."""
+    from swarm.spaces.total import DEFAULT_INACTIVE_AFTER
+
+    p.add_argument(
+        "--space-inactive-after",
+        type=_seconds,
+        default=DEFAULT_INACTIVE_AFTER,
+        metavar="SECONDS",
+        help="a space member silent this long no longer holds the total order back "
+        f"(default {DEFAULT_INACTIVE_AFTER:g})",
+    )
+
+
+def space_config(args: argparse.Namespace) -> Any:
+    """The node's `SpaceConfig` from `add_space_node_options`' options."""
+    from swarm.spaces.config import SpaceConfig
+
+    return SpaceConfig(inactive_after=args.space_inactive_after)
 
 
 def add_space_parser(sub: Any) -> None:

@@ -179,3 +179,16 @@ async def test_the_space_commands_print_what_the_node_holds(
 
 def load_space(path: Path) -> str:
     return str(json.loads(path.read_text())["space"])
+
+
+def test_a_node_takes_its_space_inactivity_timeout_from_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from swarm.cli import build_parser
+    from swarm.cli_space import space_config
+
+    args = build_parser().parse_args(["node", "--data-dir", "d", "--space-inactive-after", "90"])
+    assert space_config(args).inactive_after == 90.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["node", "--data-dir", "d", "--space-inactive-after", "0"])
+    assert "seconds above 0" in capsys.readouterr().err

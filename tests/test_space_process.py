@@ -29,6 +29,8 @@ from swarm.testing import NodeProcess, poll
 
 pytestmark = pytest.mark.process
 
+# the partition lasts seconds; long enough under load that no member is taken for inactive
+NODE_OPTIONS = ["--no-gossip", "--space-inactive-after", "600"]
 WRITERS = 4
 PER_PHASE = 100
 TIMEOUT = 120.0
@@ -43,12 +45,12 @@ def start(
     peers = [] if hub is None else [hub.p2p]
     for i, dial in enumerate(hubs):
         if dial is None:
-            nodes[i] = NodeProcess(dirs[i], peers=peers, extra=["--no-gossip"]).start()
+            nodes[i] = NodeProcess(dirs[i], peers=peers, extra=NODE_OPTIONS).start()
 
     def leaf(i: int, hub: int) -> None:
         peer = nodes[hub]
         assert peer is not None
-        nodes[i] = NodeProcess(dirs[i], peers=[peer.p2p], extra=["--no-gossip"]).start()
+        nodes[i] = NodeProcess(dirs[i], peers=[peer.p2p], extra=NODE_OPTIONS).start()
 
     threads = [threading.Thread(target=leaf, args=(i, d)) for i, d in enumerate(hubs) if d is not None]
     for thread in threads:

@@ -80,6 +80,7 @@ class FeedTrack:
     __slots__ = (
         "blocked_since",
         "decoded",
+        "drained",
         "index",
         "invalid_from",
         "invalid_reason",
@@ -114,9 +115,13 @@ class FeedTrack:
         self.registered = False  # whether a waiter for `waiting` is in that feed's heap
         self.blocked_since: float | None = None
         self.waiters: list[tuple[int, int]] = []  # (seq, feed index) of heads waiting on this feed
-        # when the member was last heard of: its latest message's writing time (its own clock,
-        # but never later than the message arrived), or its admission until it has written
+        # when the member was last heard of: its latest message arrived here (or it was admitted).
+        # Not when the message was written: a node reading a feed again after a restart, or
+        # catching up after a partition, must not take its writer for long gone
         self.last_heard = now
+        # False while the shell knows of more to read of this feed (told by set_drained): a
+        # member can only be taken for inactive when nothing more of it is waiting to be read
+        self.drained = True
 
     @property
     def held_end(self) -> int:

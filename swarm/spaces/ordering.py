@@ -141,9 +141,7 @@ class CausalOrderer:
             needs = tuple((index, timeframe[index]) for index, _ in message.delta)
             feed.decoded.append(Held(seq, message, timeframe, OrderKey(lamport, feed.owner, seq), needs))
             feed.tail_tf, feed.tail_lamport = timeframe, lamport
-            # read again after a restart, old messages do not make a member look active
-            written = message.written_at / 1000 if message.written_at else now
-            feed.last_heard = min(now, written)
+            feed.last_heard = now
             self._graph_changed = True
             if seq == feed.next:
                 self._evaluate(feed, now)
@@ -317,6 +315,13 @@ class CausalOrderer:
 
     def last_heard(self, member: int) -> float:
         return self._feeds[member].last_heard
+
+    def drained(self, member: int) -> bool:
+        return self._feeds[member].drained
+
+    def set_drained(self, member: int, drained: bool) -> None:
+        """The shell found nothing more of the feed to read (True), or found more (False)."""
+        self._feeds[member].drained = drained
 
     def waits(self) -> list[Wait]:
         """Every blocked next message, what it waits for and since when."""

@@ -155,6 +155,7 @@ class Replica:
             return
         if member == known:  # a new member: read its feed
             self._idle[member] = False
+            self.reader.orderer.set_drained(member, False)
             self._nursery_start(self._feed_loop, member)
             self._nursery_start(self._prober, lambda: self._next_address(member), member)
             self._nursery_start(self._push_loop, entry.owner, self.topic, lambda: self._first_missing(member))
@@ -170,14 +171,17 @@ class Replica:
             if seq is None:
                 self._idle[member] = True
                 self._full.add(member)
+                self.reader.orderer.set_drained(member, False)  # more may wait in the store
                 await self._room_or_nap()
                 continue
             data = self.source.local(self.message_address(member, seq))
             if data is None:
                 self._idle[member] = True
+                self.reader.orderer.set_drained(member, True)
                 await self._nap()
                 continue
             self._idle[member] = False
+            self.reader.orderer.set_drained(member, False)
             self._offer(member, seq, data)
             await trio.lowlevel.checkpoint()
 

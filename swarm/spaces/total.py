@@ -11,8 +11,8 @@ sorting before an emitted message can come later: the emitted sequence is the so
 messages by key, cut where knowledge ends, and identical on every reader that holds the same
 messages. This is the Flink/Kafka watermark idea; DXOS has no total order.
 
-A member silent for ``inactive_after`` seconds (nothing new from it: ``last_heard`` is when its
-latest message was written) is **inactive**: it holds nothing back. A message of it that arrives
+A member silent for ``inactive_after`` seconds (nothing new from it arrived), with nothing more
+of it waiting to be read, is **inactive**: it holds nothing back. A message of it that arrives
 later and sorts before what was already emitted is emitted at once, flagged ``late`` (there the
 total order of this reader departs from one that waited; the shared state does not, see
 `swarm.spaces.register`). So are messages of members
@@ -45,6 +45,8 @@ class FrontierView(Protocol):
     def finished(self, member: int) -> bool: ...
 
     def last_heard(self, member: int) -> float: ...
+
+    def drained(self, member: int) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +85,8 @@ class TotalOrder:
             heapq.heappush(self._pending, (key, member))
 
     def active(self, view: FrontierView, member: int, now: float) -> bool:
-        return now - view.last_heard(member) < self.inactive_after
+        """Heard of within ``inactive_after``, or with more of it waiting to be read."""
+        return not view.drained(member) or now - view.last_heard(member) < self.inactive_after
 
     def emit(self, view: FrontierView, now: float) -> list[Ordered]:
         """The messages that can take their place in the total order now, in order."""
