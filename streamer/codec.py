@@ -26,9 +26,12 @@ from streamer.messages import (
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    FeedPush,
     Goodbye,
     Handshake,
     Hello,
+    InterestEntry,
+    LiveInterest,
     Message,
     MessageType,
     OfferedHashes,
@@ -40,6 +43,7 @@ from streamer.messages import (
     RetrieveFailure,
     RetrieveRequest,
     Subscribe,
+    TopicPush,
     Unsubscribe,
     Unsubscribed,
     WantedHashes,
@@ -54,6 +58,9 @@ _STREAM = struct.Struct(">BBQQ")  # bin, live, start, end
 _DELIVERY = struct.Struct(">BBQB")  # bin, live, start, index
 _HANDSHAKE_FIXED = struct.Struct(f">HQ{ADDRESS_SIZE}sQH{PUBLIC_KEY_SIZE}s{SIGNATURE_SIZE}s")
 _RECORD_FIXED = struct.Struct(f">QH{PUBLIC_KEY_SIZE}s{SIGNATURE_SIZE}s")
+_INTEREST_ENTRY = struct.Struct(">B20s32sB")  # kind, owner, topic, hops
+_FEED_PUSH_FIXED = struct.Struct(">20s32sQ")  # owner, topic, index
+_TOPIC_PUSH_FIXED = struct.Struct(">32s20sQQQ65s")  # topic, owner, seq, chain, time, signature
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -100,6 +107,14 @@ _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
     RetrieveDelivery: lambda m: _U64.pack(m.request_id) + m.data,
     RetrieveFailure: lambda m: _U64.pack(m.request_id) + _str16(m.reason),
     Peers: lambda m: _U16.pack(len(m.records)) + b"".join(_write_record(r) for r in m.records),
+    LiveInterest: lambda m: (
+        _U16.pack(len(m.entries))
+        + b"".join(_INTEREST_ENTRY.pack(e.kind, e.owner, e.topic, e.hops) for e in m.entries)
+    ),
+    FeedPush: lambda m: _FEED_PUSH_FIXED.pack(m.owner, m.topic, m.index) + m.data,
+    TopicPush: lambda m: (
+        _TOPIC_PUSH_FIXED.pack(m.topic, m.owner, m.seq, m.chain, m.time, m.signature) + m.payload
+    ),
 }
 
 
@@ -251,6 +266,25 @@ def _read_peers(r: _Reader) -> Peers:
     return Peers(tuple(_read_record(r, i) for i in range(count)))
 
 
+def _read_interest(r: _Reader) -> LiveInterest:
+    count = r.u16("count")
+    return LiveInterest(
+        tuple(InterestEntry(*r.fixed(_INTEREST_ENTRY, f"entries[{i}]")) for i in range(count))
+    )
+
+
+def _read_feed_push(r: _Reader) -> FeedPush:
+    owner, topic, index = r.fixed(_FEED_PUSH_FIXED, "owner/topic/index")
+    return FeedPush(owner, topic, index, r.rest())
+
+
+def _read_topic_push(r: _Reader) -> TopicPush:
+    topic, owner, seq, chain, time, signature = r.fixed(
+        _TOPIC_PUSH_FIXED, "topic/owner/seq/chain/time/signature"
+    )
+    return TopicPush(topic, owner, seq, chain, time, signature, r.rest())
+
+
 _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
     MessageType.HELLO: ("Hello", lambda r: Hello(r.raw(NONCE_SIZE, "nonce"))),
     MessageType.HANDSHAKE: ("Handshake", _read_handshake),
@@ -278,6 +312,9 @@ _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
         lambda r: RetrieveFailure(r.u64("request_id"), r.str16("reason")),
     ),
     MessageType.PEERS: ("Peers", _read_peers),
+    MessageType.LIVE_INTEREST: ("LiveInterest", _read_interest),
+    MessageType.FEED_PUSH: ("FeedPush", _read_feed_push),
+    MessageType.TOPIC_PUSH: ("TopicPush", _read_topic_push),
 }
 
 

@@ -79,6 +79,9 @@ class MessageType(enum.IntEnum):
     RETRIEVE_DELIVERY = 0x21
     RETRIEVE_FAILURE = 0x22
     PEERS = 0x30
+    LIVE_INTEREST = 0x40
+    FEED_PUSH = 0x41
+    TOPIC_PUSH = 0x42
 
 
 class GoodbyeCode(enum.IntEnum):
@@ -566,6 +569,134 @@ class Peers:
         _set(self, "records", records)
 
 
+# -- live propagation (feed updates and topic messages, docs/live.md) ---------------------------
+
+OWNER_SIZE = 20
+"""An owner (Ethereum) address: who signs a feed update or a topic message."""
+TOPIC_SIZE = 32
+ETH_SIGNATURE_SIZE = 65
+"""A secp256k1 signature ``r || s || v`` (feed updates and topic messages)."""
+MAX_INTEREST_ENTRIES = 512
+MAX_TOPIC_PAYLOAD = 4096
+INTEREST_WITHDRAWN = 0xFF
+"""The ``hops`` of an interest entry that withdraws it."""
+
+
+class StreamKind(enum.IntEnum):
+    """What an interest entry names: a sequence feed ``(owner, topic)`` or an ephemeral topic."""
+
+    FEED = 1
+    TOPIC = 2
+
+
+@dataclass(frozen=True, slots=True)
+class InterestEntry:
+    """One stream a peer wants pushed to it, and how many hops away its nearest follower is.
+
+    Not a message by itself, carried in :class:`LiveInterest`. A topic's ``owner`` is 20 zero
+    bytes (a topic stream carries every publisher's messages); ``hops`` 255 withdraws the entry.
+    """
+
+    kind: int
+    owner: bytes
+    topic: bytes
+    hops: int
+
+    def __post_init__(self) -> None:
+        n = "InterestEntry"
+        _uint(n, "kind", self.kind, _U8)
+        try:
+            _set(self, "kind", StreamKind(self.kind))
+        except ValueError:
+            raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {self.kind}") from None
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _uint(n, "hops", self.hops, _U8)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveInterest:
+    """Changes to the streams the sender wants pushed to it (entries it added, moved or withdrew)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.LIVE_INTEREST
+
+    entries: tuple[InterestEntry, ...]
+
+    def __post_init__(self) -> None:
+        entries = _tuple("LiveInterest", "entries", self.entries, MAX_INTEREST_ENTRIES)
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, InterestEntry):
+                raise MessageError(
+                    f"LiveInterest.entries[{i}] must be an InterestEntry, got {type(entry).__name__}"
+                )
+        _set(self, "entries", entries)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class FeedPush:
+    """Update ``index`` of the feed ``(owner, topic)``: the single-owner chunk's data.
+
+    ``data`` is not checked here beyond its length: the receiver validates the chunk (a forged
+    or malformed one is dropped and counted, the connection stays).
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.FEED_PUSH
+
+    owner: bytes
+    topic: bytes
+    index: int
+    data: bytes
+
+    def __post_init__(self) -> None:
+        n = "FeedPush"
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _uint(n, "index", self.index, _U64)
+        _set(self, "data", _bytes(n, "data", self.data, max_size=MAX_CHUNK_DATA_SIZE))
+
+    def __repr__(self) -> str:
+        return (
+            f"FeedPush(owner={self.owner.hex()}, topic={self.topic.hex()[:16]}.., index={self.index}, "
+            f"data=<{len(self.data)} bytes>)"
+        )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class TopicPush:
+    """An ephemeral message on ``topic`` signed by ``owner``, numbered the raims way.
+
+    ``seq`` = frame << 35 | counter, ``chain`` the publisher's previous ``seq`` when its frame
+    changed (else 0), ``time`` its clock in nanoseconds. The signature is checked by the
+    receiver, not here.
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.TOPIC_PUSH
+
+    topic: bytes
+    owner: bytes
+    seq: int
+    chain: int
+    time: int
+    signature: bytes
+    payload: bytes
+
+    def __post_init__(self) -> None:
+        n = "TopicPush"
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _uint(n, "seq", self.seq, _U64)
+        _uint(n, "chain", self.chain, _U64)
+        _uint(n, "time", self.time, _U64)
+        _set(self, "signature", _bytes(n, "signature", self.signature, ETH_SIGNATURE_SIZE))
+        _set(self, "payload", _bytes(n, "payload", self.payload, max_size=MAX_TOPIC_PAYLOAD))
+
+    def __repr__(self) -> str:
+        return (
+            f"TopicPush(topic={self.topic.hex()[:16]}.., owner={self.owner.hex()}, seq={self.seq:#x}, "
+            f"chain={self.chain:#x}, payload=<{len(self.payload)} bytes>)"
+        )
+
+
 Message: TypeAlias = (
     Hello
     | Handshake
@@ -584,6 +715,9 @@ Message: TypeAlias = (
     | RetrieveDelivery
     | RetrieveFailure
     | Peers
+    | LiveInterest
+    | FeedPush
+    | TopicPush
 )
 
 MESSAGE_CLASSES: tuple[type[Message], ...] = (
@@ -604,6 +738,9 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     RetrieveDelivery,
     RetrieveFailure,
     Peers,
+    LiveInterest,
+    FeedPush,
+    TopicPush,
 )
 
 

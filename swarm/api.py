@@ -33,6 +33,8 @@ from swarm.dashboard import dashboard_routes, with_local_cors
 from swarm.downloads import TreeResponse, file_response, range_headers
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
 from swarm.files import Upload
+from swarm.live.service import LiveService
+from swarm.live_api import live_routes
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.retrieval import ChunkUnavailable
@@ -76,6 +78,9 @@ class Node(Protocol):
     @property
     def spaces(self) -> SpaceService: ...  # spaces (issue 15)
 
+    @property
+    def live(self) -> LiveService: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +121,7 @@ def build_app(node: Node) -> ASGIApp:
         *file_routes(node),
         *report_routes(node),
         *dashboard_routes(),
+        *live_routes(node.live, node.overlay),  # live propagation (swarm/live_api.py)
         # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
         # /status, /peers (docs/bee-compat.md)
         *soc_and_feed_routes(node.bee),

@@ -311,6 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_space_parser(sub)
 
+    from swarm.cli_live import add_live_parsers  # topic, loss (live propagation; feed follow: cli_feed)
+
+    add_live_parsers(sub)
+
     return parser
 
 

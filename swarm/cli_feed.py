@@ -9,7 +9,9 @@ single-owner chunk at a deterministic address, so any node can find the latest o
   reference) and writes the next update, pointing at it (Bee's v1 update, as bee-js writes);
 - ``swarm feed get OWNER TOPIC [--index N] [-o FILE]``: the content of the latest update (or of
   update N);
-- ``swarm feed history OWNER TOPIC [--json]``: every update, with its index, time and reference.
+- ``swarm feed history OWNER TOPIC [--json]``: every update, with its index, time and reference;
+- ``swarm feed follow OWNER TOPIC`` and ``swarm feed publish TOPIC MESSAGE``: live, pushed to
+  followers as they are written (`swarm.cli_live`, docs/live.md).
 """
 
 from __future__ import annotations
@@ -251,3 +253,7 @@ def add_feed_parser(sub: Any) -> None:
     history.add_argument("--json", action="store_true")
     add_target_options(history)
     history.set_defaults(func=cmd_history)
+
+    from swarm.cli_live import add_feed_live_commands  # follow, publish (live propagation)
+
+    add_feed_live_commands(commands)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from localstore.cache import DEFAULT_CACHE_BYTES
+from swarm.live.config import LiveConfig
 from swarm.spaces.config import SpaceConfig  # spaces (issue 15)
 from syncer.pullsync import PullerConfig
 
@@ -49,3 +50,4 @@ class NodeConfig:
     # 0: verify in the node's own process
     verify_workers: int = 0
     spaces: SpaceConfig = field(default_factory=SpaceConfig)  # multi-writer spaces (swarm/spaces/)
+    live: LiveConfig = field(default_factory=LiveConfig)  # live propagation (docs/live.md)

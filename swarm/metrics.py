@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from swarm.live.metrics import live_families
 from swarm.statistics import NodeStatistics
 from swarm.status import loss_totals
 from syncer.stats import COUNTERS
@@ -99,6 +100,8 @@ class NodeCollector(Collector):
             if cursor:
                 cursors.add_metric([str(bin)], cursor)
         yield cursors
+        if stats.live is not None:
+            yield from live_families(stats.live)
 
 
 def _retrieval_families(stats: NodeStatistics) -> Iterator[Metric]:

@@ -35,10 +35,12 @@ from streamer.requests import RequestTable
 from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
+from swarm.live.assembly import build_live_service
 from swarm.peer import Peer
 from swarm.repair import Repair
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
+from swarm.spaces.live_source import live_follow  # spaces (issue 15)
 from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
 from syncer.evidence import EquivocationLog
@@ -51,6 +53,7 @@ from syncer.upstream import Upstream
 from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
+
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
@@ -132,23 +135,34 @@ class Node:
             timeout=config.retrieve_timeout,
             cache_bytes=config.cache_bytes,
         )
+        eth_key = load_or_create_eth_key(self.data_dir)
         self.bee = NodeBeeBackend(
-            eth_key=load_or_create_eth_key(self.data_dir),
+            eth_key=eth_key,
             underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
             get_chunk=self.retrieval.get,
             has_chunk=self.store.has,
-            store_chunks=partial(self.intake.store_many, verified=True),
+            store_chunks=partial(self.store_chunks, verified=True),
             statistics=self.statistics,
+        )
+        self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
+            eth_key,
+            self.store,
+            self.retrieval,
+            partial(self.intake.store_many, verified=True),
+            config.live,
+            evidence=self.equivocations.record,
         )
         self.repair = Repair(
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
         )
         self.store.on_drop = self.repair.dropped
-        # spaces (issue 15): read through the store and the swarm, fetched messages kept
+        # spaces (issue 15): read through the store, the swarm and live propagation; what a
+        # writer posts (or the node fetches) is stored as an upload, so followers get it pushed
         self.spaces = SpaceService(
             NodeChunks(self.store.get, self.retrieval.get, partial(self.store_chunks, verified=True)),
             self.data_dir,
             config.spaces,
+            follow=live_follow(self.live),
         )
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
@@ -178,7 +192,8 @@ class Node:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
-                await nursery.start(self.spaces.run)  # spaces (issue 15)
+                await nursery.start(self.live.run)
+                await nursery.start(self.spaces.run)  # spaces (issue 15): follows through live
                 nursery.start_soon(self.repair.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
                 listeners = await nursery.start(serve_p2p)
@@ -257,6 +272,7 @@ class Node:
             requests=requests,
             on_retrieve_request=self.retrieval.on_request,
             on_peers=self._on_peers,
+            on_live=self.live.on_message,
             retrieve_timeout=timeout,
         )
 
@@ -294,8 +310,10 @@ class Node:
         peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
         if self.config.gossip:
             peer.conn.start_soon(self.gossip.tell, peer)
+        self.live.peer_connected(peer)
 
     def _disconnected(self, peer: Peer) -> None:
+        self.live.peer_disconnected(peer)
         self.table.disconnect(peer.overlay)
         self.gossip.forget(peer.overlay)
         self.puller.set_depth(self.table.depth())
@@ -316,8 +334,11 @@ class Node:
         return await self.sessions.connect(host, port)
 
     def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int:
-        """Store chunks through the intake (uploads: ``verified=True``); returns how many were new."""
-        return self.intake.store_many(chunks, verified=verified)
+        """Store chunks through the intake (uploads: ``verified=True``); returns how many were new.
+        Uploaded updates of a feed someone follows are pushed to the followers too (docs/live.md)."""
+        new = self.intake.store_many(chunks, verified=verified)
+        self.live.uploaded(chunks)
+        return new
 
     def statistics(self) -> NodeStatistics:
         """One immutable snapshot of everything the node reports."""
@@ -339,4 +360,5 @@ class Node:
             },
             equivocations=self.equivocations.count,
             repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
+            live=self.live.statistics(),
         )

@@ -20,6 +20,8 @@ from streamer.messages import (
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    FeedPush,
+    LiveInterest,
     Message,
     OfferedHashes,
     Peers,
@@ -27,6 +29,7 @@ from streamer.messages import (
     RetrieveFailure,
     RetrieveRequest,
     Subscribe,
+    TopicPush,
     Unsubscribe,
     Unsubscribed,
     WantedHashes,
@@ -53,6 +56,7 @@ class Peer:
         requests: RequestTable,
         on_retrieve_request: Callable[[Peer, RetrieveRequest], None],
         on_peers: Callable[[Peer, Peers], None],
+        on_live: Callable[[Peer, LiveInterest | FeedPush | TopicPush], None] = lambda peer, msg: None,
         retrieve_timeout: float,
     ) -> None:
         self.conn = conn
@@ -71,6 +75,9 @@ class Peer:
             RetrieveDelivery: self.requests.on_delivery,
             RetrieveFailure: self.requests.on_failure,
             Peers: lambda msg: on_peers(self, msg),
+            LiveInterest: lambda msg: on_live(self, msg),  # live propagation (swarm.live)
+            FeedPush: lambda msg: on_live(self, msg),
+            TopicPush: lambda msg: on_live(self, msg),
         }
 
     def __repr__(self) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
+from swarm.live.service import LiveStatistics
 from swarm.retrieval import Retrieval, RetrievalStatistics
 from swarm.sessions import Disconnection, Sessions
 from syncer.puller import Puller, PullerStatistics
@@ -61,6 +62,7 @@ class NodeStatistics:
     table: TableSnapshot
     strategy: str
     saturation: int
+    live: LiveStatistics | None = None  # live propagation: the loss table and its traffic
 
     @property
     def depth(self) -> int:
@@ -81,6 +83,7 @@ def collect_statistics(
     gossip: dict[str, int],
     equivocations: int,
     repairs: dict[str, int],
+    live: LiveStatistics | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
     connections = tuple(
@@ -115,4 +118,5 @@ def collect_statistics(
         table=table.snapshot(),
         strategy=strategy,
         saturation=saturation,
+        live=live,
     )

@@ -42,6 +42,7 @@ from streamer import (
     decode,
     encode,
 )
+from tests.live_strategies import LIVE_GOLDEN
 from tests.test_messages import STRATEGIES, messages
 
 
@@ -104,6 +105,7 @@ GOLDEN = [
         "0000006f 30 0001 000000000000000a 0662" + " 22" * 32 + " 33" * 64 + " 01 68",
     ),
 ]
+GOLDEN += LIVE_GOLDEN
 
 
 def test_golden_vectors_cover_every_message_class() -> None:

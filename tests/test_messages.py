@@ -41,6 +41,7 @@ from streamer import (
     overlay_address,
     payload_size,
 )
+from tests.live_strategies import LIVE_STRATEGIES, LIVE_TYPE_CODES
 
 U64_MAX = 2**64 - 1
 
@@ -115,6 +116,8 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     Peers: st.builds(Peers, st.lists(peer_records, max_size=MAX_PEER_RECORDS).map(tuple)),
 }
 
+STRATEGIES.update(LIVE_STRATEGIES)
+
 messages = st.one_of(*STRATEGIES.values())
 
 
@@ -143,6 +146,7 @@ def test_type_codes_are_distinct_and_documented_values() -> None:
         "RetrieveDelivery": 0x21,
         "RetrieveFailure": 0x22,
         "Peers": 0x30,
+        **LIVE_TYPE_CODES,
     }
 
 

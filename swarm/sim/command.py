@@ -77,9 +77,7 @@ def add_sim_parser(subparsers: Any) -> None:
         "and run.json into --out, and prints the summary table. See docs/simulation.md.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument(
-        "--nodes", type=_sizes, default=DEFAULT_NODES, metavar="N[,N...]", help="network sizes"
-    )
+    p.add_argument("--nodes", type=_sizes, default=DEFAULT_NODES, metavar="N[,N...]", help="network sizes")
     p.add_argument("--runs", type=_positive, default=20, help="networks per (strategy, size)")
     p.add_argument(
         "--strategies",

@@ -234,7 +234,9 @@ class Replica:
             try:
                 async with self._follow(owner, topic, start()) as updates:
                     async for index, data in updates:
-                        self.source.keep(Chunk(update_address(owner, topic, index), data))
+                        address = update_address(owner, topic, index)
+                        if self.source.local(address) is None:  # the live service may have stored it
+                            self.source.keep(Chunk(address, data))
                         self._arrived.set()
             except Exception as exc:  # a failing follower must not stop the replica
                 log.warning("space %s: following %s failed: %r", self.space.hex(), owner.hex(), exc)

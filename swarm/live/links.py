@@ -1,0 +1,81 @@
+"""Per connected peer: the live messages waiting to be sent to it, sent by one task.
+
+The relay path never waits: pushing a message to a peer appends it to that peer's bounded queue
+(a full queue drops it, counted: the peers it was meant for will find the gap and retrieve it).
+One task per peer sends what is queued through the connection's outbox (live priority), and
+before that the peer's pending interest announcements, computed when they are sent, so that a
+burst of interest changes goes out as one `LiveInterest`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol
+
+import trio
+
+from streamer.connection import PeerConnection
+from streamer.messages import FeedPush, LiveInterest, TopicPush
+from streamer.outbox import Priority
+from swarm.live.interest import InterestTable
+
+__all__ = ["DEFAULT_LINK_CAPACITY", "LivePeer", "PeerLink"]
+
+DEFAULT_LINK_CAPACITY = 1024
+
+
+class LivePeer(Protocol):
+    """What live propagation uses of a connected peer."""
+
+    @property
+    def overlay(self) -> bytes: ...
+
+    @property
+    def conn(self) -> PeerConnection: ...
+
+
+class PeerLink:
+    """The send side of live propagation to one peer."""
+
+    def __init__(
+        self, peer: LivePeer, interest: InterestTable, capacity: int = DEFAULT_LINK_CAPACITY
+    ) -> None:
+        self.peer = peer
+        self.overlay = peer.overlay
+        self._interest = interest
+        self.capacity = capacity
+        self._queue: deque[FeedPush | TopicPush] = deque()
+        self._wake = trio.Event()
+        self.sent = 0
+        self.dropped = 0
+
+    def push(self, msg: FeedPush | TopicPush) -> bool:
+        """Queue ``msg`` for the peer; False (and counted) if its queue is full."""
+        if len(self._queue) >= self.capacity:
+            self.dropped += 1
+            return False
+        self._queue.append(msg)
+        self._wake.set()
+        return True
+
+    def interest_changed(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Send until the connection closes (its task is started on the connection).
+
+        The interest table knows peers by overlay, links are per connection: a link whose
+        connection was replaced (a peer that reconnected) must not take the new connection's
+        announcements and send them into the closed one, so it stops as soon as it is closed.
+        """
+        conn = self.peer.conn
+        while not conn.closed:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            while not conn.closed and self._interest.pending(self.overlay):
+                entries = self._interest.announcements(self.overlay)
+                if entries:
+                    await conn.send(LiveInterest(tuple(entries)), Priority.LIVE)
+            while self._queue:
+                await conn.send(self._queue.popleft(), Priority.LIVE)
+                self.sent += 1
