@@ -40,6 +40,8 @@ from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.reserve_api import flag, reserve_routes, tag_header
 from swarm.retrieval import ChunkUnavailable
+from swarm.spaces.routes import space_routes  # spaces (issue 15)
+from swarm.spaces.service import SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
 from swarm.uploads import Uploads
@@ -81,6 +83,9 @@ class Node(Protocol):
 
     @property
     def proofs(self) -> ProofSource: ...
+
+    @property
+    def spaces(self) -> SpaceService: ...  # spaces (issue 15)
 
     @property
     def live(self) -> LiveService: ...
@@ -132,6 +137,7 @@ def build_app(node: Node) -> ASGIApp:
         # /status, /peers (docs/bee-compat.md)
         *soc_and_feed_routes(node.bee),
         *status_routes(node.bee),
+        *space_routes(node.spaces),  # spaces (issue 15): swarm/spaces/routes.py
     ]
     app = Starlette(
         routes=routes,

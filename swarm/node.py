@@ -51,6 +51,8 @@ from swarm.reserve_status import reserve_status
 from swarm.reserve_worker import ReserveWorker
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
+from swarm.spaces.live_source import live_follow  # spaces (issue 15)
+from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
 from swarm.uploads import Uploads
 from syncer.evidence import EquivocationLog
@@ -184,6 +186,14 @@ class Node:
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
         )
         self.store.on_drop = self.repair.dropped
+        # spaces (issue 15): read through the store, the swarm and live propagation; what a
+        # writer posts (or the node fetches) is stored as an upload, so followers get it pushed
+        self.spaces = SpaceService(
+            NodeChunks(self.store.get, self.retrieval.get, partial(self.store_chunks, verified=True)),
+            self.data_dir,
+            config.spaces,
+            follow=live_follow(self.live),
+        )
 
     def _build_reserve(self) -> None:
         """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
@@ -280,6 +290,7 @@ class Node:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.live.run)
+                await nursery.start(self.spaces.run)  # spaces (issue 15): follows through live
                 nursery.start_soon(self.repair.run)
                 await nursery.start(self.reserve_worker.run)
                 await nursery.start(self.pusher.run)
