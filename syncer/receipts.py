@@ -3,10 +3,13 @@
 After the chunks it wanted of a batch are stored, the downstream signs a `Receipt` for the range
 of the upstream's log it has taken over, ending with the batch: the bin IDs from the start of
 its contiguous taken-over interval to the batch's end, and the upstream's state at that end. A
-range is taken over once every entry in it is stored here, holes included: an entry the upstream
-marked as a hole (it could not deliver it) and this node does not hold is *not* taken over, so a
-receipt never covers a chunk this node never got. Once history is synced, the interval is
-``[1, latest]`` and each receipt replaces the last: one receipt per peer and bin.
+range is taken over once every entry in it is stored here when its batch completes, holes
+included: an entry this node does not hold then is *not* taken over, whether the upstream marked
+it as a hole (it could not deliver it) or this node did not want it (outside its storage radius),
+so a receipt never covers a chunk this node never got. A receipt says the chunks were stored
+here, not that they still are: the reserve may evict them later, when the radius rises. Once
+history is synced, the interval is ``[1, latest]`` and each receipt replaces the last: one
+receipt per peer and bin.
 
 The upstream checks a receipt (its signature under the downstream's key, its epoch, the root its
 own log has at the receipt's end) and keeps the latest per downstream and bin, unless the new one

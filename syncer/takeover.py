@@ -1,12 +1,14 @@
 """Takeover: what a verifying client took over from one upstream, and the receipts it owes (trio).
 
 For each offer the session verified, it keeps what the offer's receipt will need: its end, the
-upstream's root there, its holes. When the offer's batch completes, its range is recorded as
-taken over (syncer/receipts.py: a hole this node does not hold is not) and persisted, and a
-receipt for the taken-over run that ends there becomes due: sent at once, or once `interval`
-has passed since the bin's last one (the latest covers what it replaces, so the upstream checks
-at most one a second per bin). It also persists the live states the session accepted, and the
-equivocations it found before the peer is dropped for them (docs/protocol.md 8.6).
+upstream's root there, its entries. When the offer's batch completes, its range is recorded as
+taken over and persisted, but for every entry this node does not hold then (syncer/receipts.py):
+a hole, or a chunk not wanted because it is outside the storage radius (the reserve's
+`within_radius`: the radius may rise while a stream runs). A receipt for the taken-over run
+that ends there becomes due: sent at once, or once `interval` has passed since the bin's last
+one (the latest covers what it replaces, so the upstream checks at most one a second per bin).
+It also persists the live states the session accepted, and the equivocations it found before
+the peer is dropped for them (docs/protocol.md 8.6).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class _Connection(Protocol):
 class _Batch:
     end: int
     root: bytes
-    holes: list[tuple[int, bytes]]  # (bin ID, address) of the entries the upstream could not deliver
+    addresses: tuple[bytes, ...]  # every entry of the offer, from its start: what must be held here
 
 
 @dataclass
@@ -92,13 +94,13 @@ class Takeover:
         offer = event.offer
         if event.root is None or not isinstance(offer, ProvenOffer):
             return
-        holes = [(offer.start + i, offer.hashes[i]) for i in offer.hole_indices()]
-        self._batches[(offer.bin, offer.live, offer.start)] = _Batch(offer.end, event.root, holes)
+        self._batches[(offer.bin, offer.live, offer.start)] = _Batch(offer.end, event.root, offer.hashes)
         if offer.state is not None:
             self.verifying.proofs.accept(self.upstream, offer.state)
 
     def batch_completed(self, done: CompletedBatch) -> None:
-        """The batch is stored: record it as taken over; a receipt is due unless its end is not."""
+        """The batch is stored: record what of it this node holds as taken over; a receipt is due
+        unless its end is not held."""
         batch = self._batches.pop((done.bin, done.live, done.start), None)
         if batch is None:
             return
@@ -106,7 +108,10 @@ class Takeover:
         taken = self._taken.get(done.bin)
         if taken is None:
             taken = self._taken[done.bin] = proofs.taken(self.upstream, self.epoch, done.bin)
-        missing = [bin_id for bin_id, address in batch.holes if not self.has(address)]
+        # not only the holes: an entry not wanted (outside the radius) is not held either
+        missing = [
+            bin_id for bin_id, address in enumerate(batch.addresses, done.start) if not self.has(address)
+        ]
         first = take_over(taken, done.start, batch.end, missing)
         proofs.put_taken(self.upstream, self.epoch, done.bin, taken)
         if first is None:
