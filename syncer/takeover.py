@@ -6,7 +6,8 @@ taken over and persisted, but for every entry this node does not hold then (sync
 a hole, or a chunk not wanted because it is outside the storage radius (the reserve's
 `within_radius`: the radius may rise while a stream runs). A receipt for the taken-over run
 that ends there becomes due: sent at once, or once `interval` has passed since the bin's last
-one (the latest covers what it replaces, so the upstream checks at most one a second per bin).
+one (the latest of a run covers what it replaces, so the upstream checks about one a second per
+bin; receipts of different runs, apart where this node lacks an entry, are all sent).
 It also persists the live states the session accepted, and the equivocations it found before
 the peer is dropped for them (docs/protocol.md 8.6).
 """
@@ -84,7 +85,7 @@ class Takeover:
         self.interval = interval
         self._batches: dict[tuple[int, bool, int], _Batch] = {}  # verified, not complete yet
         self._taken: dict[int, Intervals] = {}
-        self._due: dict[int, _DueReceipt] = {}
+        self._due: dict[int, list[_DueReceipt]] = {}  # per bin: one per taken-over run
         self._sent_at: dict[int, float] = {}
         self._evidence_kept = 0
         self.sent = 0
@@ -116,21 +117,27 @@ class Takeover:
         proofs.put_taken(self.upstream, self.epoch, done.bin, taken)
         if first is None:
             return
-        waiting = done.bin in self._due
-        self._due[done.bin] = _DueReceipt(first, batch.end, batch.root, done.live)
-        if not waiting:
+        new = _DueReceipt(first, batch.end, batch.root, done.live)
+        due = self._due.get(done.bin)
+        if due is None:
+            self._due[done.bin] = [new]
             self.conn.start_soon(self._send, done.bin)
+        elif not any(d.start <= new.start and new.end <= d.end for d in due):
+            # the new one replaces those it covers; another run's stays due beside it
+            due[:] = [d for d in due if not (new.start <= d.start and d.end <= new.end)] + [new]
 
     async def _send(self, bin: int) -> None:
         wait = self._sent_at.get(bin, -1e9) + self.interval - trio.current_time()
         if wait > 0:
             await trio.sleep(wait)
-        due = self._due.pop(bin)
-        receipt = self.verifying.signer.receipt(self.upstream, bin, self.epoch, due.start, due.end, due.root)
-        self.session.send(receipt)
         self._sent_at[bin] = trio.current_time()
-        self.sent += 1
-        await self.conn.send(receipt, Priority.of_stream(due.live))
+        for due in self._due.pop(bin):
+            receipt = self.verifying.signer.receipt(
+                self.upstream, bin, self.epoch, due.start, due.end, due.root
+            )
+            self.session.send(receipt)
+            self.sent += 1
+            await self.conn.send(receipt, Priority.of_stream(due.live))
 
     def keep_evidence(self) -> None:
         """Persist the equivocations the session found since the last call."""

@@ -49,7 +49,7 @@ class Connection:
 
 
 def taken_over(
-    holes: set[int], outside: set[int], held_holes: set[int]
+    holes: set[int], outside: set[int], held_holes: set[int], *, interval: float = 0.0
 ) -> tuple[set[int], list[Receipt], ProofStore]:
     """Sync a 300-entry bin in three verified offers; ``holes`` (bin IDs) are marked as such by
     the upstream, ``outside`` were not wanted; of the holes, ``held_holes`` are held here anyway.
@@ -73,7 +73,7 @@ def taken_over(
                 lambda address: address not in not_held,
                 upstream=OVERLAY,
                 epoch=EPOCH,
-                interval=0.0,
+                interval=interval,
             )
             for start, end in OFFERS:
                 marked = [i - start for i in sorted(holes) if start <= i <= end]
@@ -87,9 +87,10 @@ def taken_over(
                 s.send(WantedHashes.from_indices(BIN, False, start, end, wanted))
                 takeover.batch_completed(CompletedBatch(OVERLAY, BIN, False, start, end))
                 await trio.testing.wait_all_tasks_blocked()
+            await trio.sleep(2 * interval)  # the receipts held back meanwhile
             received.extend(conn.sent)
 
-    trio.run(run)
+    trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
     taken = proofs.taken(OVERLAY, EPOCH, BIN)
     for receipt in received:  # every receipt checks out at the upstream
         check_receipt(log, OVERLAY, EPOCH, DOWN.public_key, receipt)
@@ -124,3 +125,12 @@ def test_a_chunk_not_wanted_for_the_radius_splits_the_receipt() -> None:
     assert 200 not in taken and len(taken) == SIZE - 1
     assert [(r.start, r.end) for r in receipts] == [(1, 128), (201, 256), (201, 300)]
     assert proofs.taken(OVERLAY, EPOCH, BIN).ranges == [(1, 199), (201, 300)]
+
+
+def test_receipts_held_back_keep_one_per_run() -> None:
+    """Receipts of a bin go out at most once per interval, the latest of a run replacing the
+    earlier ones; a run after an entry not held keeps its own: [129, 256] is not lost."""
+    _, receipts, _ = taken_over(holes=set(), outside={260}, held_holes=set(), interval=1.0)
+    assert [(r.start, r.end) for r in receipts] == [(1, 128), (1, 256), (261, 300)]
+    _, receipts, _ = taken_over(holes=set(), outside=set(), held_holes=set(), interval=1.0)
+    assert [(r.start, r.end) for r in receipts] == [(1, 128), (1, 300)]
