@@ -8,15 +8,15 @@ included: an entry this node does not hold then is *not* taken over, whether the
 it as a hole (it could not deliver it) or this node did not want it (outside its storage radius),
 so a receipt never covers a chunk this node never got. A receipt says the chunks were stored
 here, not that they still are: the reserve may evict them later, when the radius rises. Once
-history is synced, the interval is ``[1, latest]`` and each receipt replaces the last: one
-receipt per peer and bin.
+history is synced with nothing missing, the interval is ``[1, latest]`` and each receipt
+replaces the last: one receipt per peer and bin.
 
 The upstream checks a receipt (its signature under the downstream's key, its epoch, the root its
 own log has at the receipt's end) and keeps, per downstream and bin, one receipt per run the
 downstream took over (`merge_receipt`): a new receipt replaces the kept ones it covers, and is
 not kept if a kept one covers it (receipts for disjoint ranges arrive in any order while history
-and live sync run side by side). Runs stay apart only where the downstream holds no chunk of an
-entry, a hole it never got (the upstream evicted the chunk first): without them, a receipt for
+and live sync run side by side). Runs stay apart only where the downstream lacks an entry's
+chunk (a hole it never got: the upstream evicted the chunk first): without them, a receipt for
 the run after such a gap would replace the one before it, and the upstream could no longer show
 that the chunks before the gap were taken over. At most `MAX_RUNS` are kept (the lowest go).
 """
