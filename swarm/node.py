@@ -7,9 +7,10 @@ cursors and sync state) and `node.json` (the ports chosen at start-up, for scrip
 Services, each given only the functions it needs: the store and the `ChunkIntake` (the one door
 chunks come in by: synced, re-fetched or uploaded); `Transfers` (one transfer per chunk) and the
 `Puller` (the sync rule, what to pull from whom, the synced intervals); the peer table, the
-address book (both kept by `Topology`) and the Kademlia `ConnectionManager`; `Sessions` (one per connected peer: its `Upstream`, its
-`PullSyncClient`, its retrieve requests); `Gossip`; `Retrieval`; the HTTP API, which reads one
-immutable `NodeStatistics` snapshot for everything it reports.
+address book (both kept by `Topology`) and the Kademlia `ConnectionManager`; `Sessions` (one
+per connected peer: its `Upstream`, its `PullSyncClient`, its retrieve requests); `Gossip`;
+`Retrieval`; the HTTP API, which reads one immutable `NodeStatistics` snapshot for everything
+it reports.
 """
 
 from __future__ import annotations
