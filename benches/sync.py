@@ -50,6 +50,13 @@ nodes run at INFO level). ``--py-spy FILE`` records B's CPU profile during the s
 ``--channel plain`` runs both nodes without TLS (``--channel tls``, the default, is how nodes
 are deployed): the difference is what the secure channel costs.
 
+``--provable-sync off|sign|verify`` (default verify, as deployed) runs both nodes so: ``off`` keeps
+no bin logs and sends plain offers, the difference is what provable streams cost (issue 16).
+``proof_bytes_in``/``proof_bytes_out`` count what provable streams add to B's traffic with A,
+computed from the offers B received (ProvenOffer instead of OfferedHashes: the hole mask, the
+proof hashes, a live offer's signed state), its state requests and replies, and its receipts
+(``receipts``); ``proof_bytes_per_chunk`` is both over the chunks synced.
+
 ``--runs N`` repeats the whole measurement (fresh directories, ingest passes, sync) N times, for
 this bench's run-to-run noise on a shared VM; the line is then the first run's, plus ``runs``,
 ``ratios`` and ``sync_rates`` (every run's, in order) and ``ratio_median``.
@@ -348,6 +355,20 @@ def upstream_cursors(doc: dict[str, Any], overlay: str) -> list[int]:
     raise KeyError(overlay)
 
 
+def proof_bytes(serving: dict[str, Any], chunks: int) -> dict[str, Any]:
+    """What provable streams added to the traffic between A and B, from A's counters of its
+    offers to B (A's upstream side reports them: `serving.proof_bytes`)."""
+    proof = serving["serving"].get("proof_bytes", {})
+    into_b = proof.get("offers", 0) + proof.get("states", 0)
+    out_of_b = proof.get("requests", 0) + proof.get("receipts", 0)
+    return {
+        "proof_bytes_in": into_b,
+        "proof_bytes_out": out_of_b,
+        "proof_bytes_per_chunk": round((into_b + out_of_b) / chunks, 2),
+        "receipts": proof.get("receipt_count", 0),
+    }
+
+
 # -- the bench ----------------------------------------------------------------------------------
 
 
@@ -363,7 +384,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         preload_s = time.perf_counter() - started
         del chunks
         load_before = load_average()
-        channel = ["--channel", args.channel]
+        channel = ["--channel", args.channel, "--provable-sync", args.provable_sync]
         with NodeProcess(tmp / "a", extra=channel) as a:
             cpu_a0 = cpu_seconds(pid_of(a))
             workers = [] if args.verify_workers is None else ["--verify-workers", str(args.verify_workers)]
@@ -437,6 +458,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpu_b_workers_s": round(cpu_b_workers, 2),
             "verify_workers": verify_workers,
             "channel": args.channel,
+            "provable_sync": args.provable_sync,
+            **proof_bytes(a_serving_b, args.chunks),
+            "proofs_a": {k: v for k, v in a_doc.get("proofs", {}).items() if k != "evidence"},
+            "proofs_b": {k: v for k, v in doc.get("proofs", {}).items() if k != "evidence"},
+            # B serving A (the reverse direction: A pulls every bin live from B)
+            "reverse_proof_bytes": next(
+                (p["serving"].get("proof_bytes", {}) for p in doc["peers"] if p["overlay"] == a.overlay), {}
+            ),
             "peak_rss_b_mb": round(rss_b, 1),
             "polls": watch.samples,
             "loadavg_before": load_before,
@@ -475,14 +504,25 @@ def main() -> None:
     )
     parser.add_argument(
         "--channel",
-        choices=("tls", "plain"),
+        choices=("tls", "plain", "both"),
         default="tls",
-        help="both nodes' channel: tls (the default, as deployed) or plain (to measure what TLS costs)",
+        help="both nodes' channel: tls (the default, as deployed) or plain (to measure what TLS costs); "
+        "both: each run syncs over tls then plain, and the line compares their medians",
+    )
+    parser.add_argument(
+        "--provable-sync",
+        choices=("off", "sign", "verify"),
+        default="verify",
+        help="both nodes' provable streams: verify (the default, as deployed), sign, or off (to measure "
+        "what they cost)",
     )
     parser.add_argument(
         "--runs", type=_positive, default=1, help="repeat the measurement, report every ratio (default 1)"
     )
     args = parser.parse_args()
+    if args.channel == "both":
+        print(json.dumps(compare_channels(args)))
+        return
     results = [run(args) for _ in range(args.runs)]
     line = results[0]
     if args.runs > 1:
@@ -490,7 +530,40 @@ def main() -> None:
         line["ratios"] = [r["ratio"] for r in results]
         line["sync_rates"] = [r["sync_chunks_per_s"] for r in results]
         line["ratio_median"] = statistics.median(line["ratios"])
+        line["cpu_ratios"] = [r["cpu_ratio"] for r in results]
+        line["cpu_ratio_median"] = statistics.median(line["cpu_ratios"])
     print(json.dumps(line))
+
+
+def compare_channels(args: argparse.Namespace) -> dict[str, Any]:
+    """Sync over TLS and over plain TCP alternately in one invocation (the machine's speed drifts
+    between hours, so the two are compared within the same minutes); medians of each."""
+    runs: dict[str, list[dict[str, Any]]] = {"tls": [], "plain": []}
+    for _ in range(args.runs):
+        for channel in runs:
+            runs[channel].append(run(argparse.Namespace(**{**vars(args), "channel": channel})))
+
+    def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+        per_chunk_us = [1e6 / r["cpu_chunks_per_s"] for r in results if r["cpu_chunks_per_s"]]
+        return {
+            "ratios": [r["ratio"] for r in results],
+            "ratio_median": statistics.median(r["ratio"] for r in results),
+            "sync_chunks_per_s_median": statistics.median(r["sync_chunks_per_s"] for r in results),
+            "cpu_us_per_chunk_b_median": round(statistics.median(per_chunk_us), 1) if per_chunk_us else None,
+            "cpu_a_s_median": statistics.median(r["cpu_a_s"] for r in results),
+        }
+
+    tls, plain = summary(runs["tls"]), summary(runs["plain"])
+    return {
+        "bench": "sync_channels",
+        "chunks": args.chunks,
+        "runs": args.runs,
+        "provable_sync": args.provable_sync,
+        "tls": tls,
+        "plain": plain,
+        "tls_rate_vs_plain": round(tls["sync_chunks_per_s_median"] / plain["sync_chunks_per_s_median"], 3),
+        "loadavg_after": load_average(),
+    }
 
 
 def _positive(text: str) -> int:

@@ -6,8 +6,8 @@ entry of bin ID ``n`` of bin ``b`` is at byte ``(n - 1) * ENTRY_SIZE`` of the fi
 big-endian: which chunk got that bin ID, and where its data is in the chunk file
 (localstore/chunkfile.py). A chunk evicted by the reserve, or found damaged and dropped, leaves
 a *hole*: its entry's slot field is all ones (``HOLE_SLOT``) and its address stays, so the bin
-keeps a record of every bin ID it gave out (peers' intervals and the provable-streams log are
-over them); a hole is never offered again.
+keeps a record of every bin ID it gave out (peers' intervals and the bin's Merkle log,
+localstore/binlog.py, are over them); a hole is never offered again.
 
 These files are the store's record of which chunks it holds; the address index
 (localstore/addressindex.py) is derived from them. Entries are written before the LevelDB batch
@@ -140,8 +140,9 @@ class PullIndex:
             os.close(fd)
 
     def sync(self) -> None:
-        """Flush every file to the disk (at a clean close, so a power cut after it loses nothing)."""
-        for fd in self._fds.values():
+        """Flush every file to the disk (at a clean close, so a power cut after it loses nothing;
+        and before a state of a bin's log is signed: callable from another thread, it only flushes)."""
+        for fd in list(self._fds.values()):
             os.fdatasync(fd)
 
     def append(self, bin: int, first_bin_id: int, entries: Sequence[bytes]) -> None:
@@ -152,6 +153,21 @@ class PullIndex:
     def punch(self, bin: int, bin_id: int) -> None:
         """Turn the entry of ``bin_id`` into a hole, keeping its address."""
         os.pwrite(self._fd(bin), _HOLE_FIELDS, (bin_id - 1) * ENTRY_SIZE + ADDRESS_SIZE)
+
+    def addresses(self, bin: int, start: int, end: int) -> list[tuple[bytes, bool]]:
+        """``(address, hole)`` of every bin ID ``start..end`` (``end`` at most the cursor), holes
+        included: what the bin's log is made of (localstore/binlog.py)."""
+        if end < start:
+            return []
+        count = end + 1 - start
+        raw = os.pread(self._fd(bin), count * ENTRY_SIZE, (start - 1) * ENTRY_SIZE)
+        if len(raw) != count * ENTRY_SIZE:
+            raise StoreCorrupt(self._directory, f"{pull_file_name(bin)} ends before bin ID {end}")
+        hole = _HOLE_FIELDS[:SLOT_BYTES]
+        return [
+            (raw[at : at + ADDRESS_SIZE], raw[at + ADDRESS_SIZE : at + ADDRESS_SIZE + SLOT_BYTES] == hole)
+            for at in range(0, len(raw), ENTRY_SIZE)
+        ]
 
     def read(self, bin: int, start: int, end: int) -> Iterator[PullEntry]:
         """Yield the entries of bin IDs ``start..end`` (inclusive, ``1 <= start``, ``end`` at most

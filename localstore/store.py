@@ -34,6 +34,7 @@ import plyvel
 import trio
 
 from localstore.addressindex import IndexEntry
+from localstore.binlog import BinLogs
 from localstore.chunk import ADDRESS_SIZE, Chunk
 from localstore.directory import FORMAT_VERSION
 from localstore.errors import ChunkDamaged, ChunkNotFound, StoreClosed
@@ -93,13 +94,16 @@ class LocalStore:
     Not thread-safe: use it from one thread (the trio thread, or a script without trio).
     """
 
-    def __init__(self, path: str | os.PathLike[str], overlay: bytes) -> None:
+    def __init__(self, path: str | os.PathLike[str], overlay: bytes, *, logs: bool = True) -> None:
+        """Open (or create) the store at ``path``; ``logs=False`` keeps no bin logs (they are
+        brought up to date the next time the store is opened with them)."""
         if not isinstance(overlay, bytes) or len(overlay) != ADDRESS_SIZE:
             raise ValueError(f"overlay must be {ADDRESS_SIZE} bytes, got {overlay!r}")
         self._path = os.path.abspath(os.fspath(path))
         self._overlay = overlay
         self._waiters: dict[int, trio.Event] = {}
-        files = StoreFiles.open(self._path, overlay)
+        files = StoreFiles.open(self._path, overlay, logs=logs)
+        self._logs = files.logs
         self._db: plyvel.DB | None = files.db
         self._chunk_file = files.chunk_file
         self._pull_index = files.pull_index
@@ -199,9 +203,11 @@ class LocalStore:
             self._chunk_file.write(slots, new)
             indexed: list[tuple[bytes, IndexEntry]] = []
             appended: dict[int, list[bytes]] = {}
+            leaves: dict[int, list[bytes]] = {}  # the new addresses per bin, for the bin logs
             for chunk, bin, slot in zip(new, bins, slots, strict=True):
                 cursors[bin] += 1
                 appended.setdefault(bin, []).append(encode_entry(chunk.address, slot, len(chunk.data)))
+                leaves.setdefault(bin, []).append(chunk.address)
                 indexed.append((chunk.address, IndexEntry(slot, len(chunk.data), cursors[bin])))
             grown = self._slots.grown(slots)
             batch = db.write_batch()  # the commit: every touched bin's cursor, the slot count
@@ -217,11 +223,25 @@ class LocalStore:
         self._slots.count = grown
         for bin, entries in appended.items():
             self._slots.counts[bin] += len(entries)
+        first_ids = {bin: self._cursors[bin] + 1 for bin in leaves}
         self._cursors[:] = cursors
+        self._append_logs(leaves, first_ids)
         self._index_new(indexed)
         for bin in appended:
             self._notify(bin)
         return len(new)
+
+    def _append_logs(self, leaves: dict[int, list[bytes]], first_ids: dict[int, int]) -> None:
+        """Add committed chunks to their bins' logs; if that fails, have them rebuilt at next open
+        (with the address index: the logs are rebuilt whenever it is)."""
+        if self._logs is None:
+            return
+        try:
+            for bin, addresses in leaves.items():
+                self._logs.append(bin, first_ids[bin], addresses)
+        except BaseException:
+            self._index.mark_stale()
+            raise
 
     def _index_new(self, entries: list[tuple[bytes, IndexEntry]]) -> None:
         """Add committed chunks to the address index; if that fails, have it rebuilt at next open."""
@@ -313,6 +333,13 @@ class LocalStore:
             self._evicted += evicted
         return evicted
 
+    def bin_id_of(self, address: bytes) -> int | None:
+        """The bin ID a stored chunk got (None: not stored), for proofs about it (swarm prove)."""
+        _check_address(address)
+        self._live()
+        entry = self._index.get(address)
+        return entry.bin_id if entry is not None else None
+
     def has(self, address: bytes) -> bool:
         _check_address(address)
         self._live()
@@ -351,6 +378,27 @@ class LocalStore:
         last = self._cursors[bin] if end is None else min(end, self._cursors[bin])
         entries = self._pull_index.read(bin, max(start, 1), last)
         return ((entry.bin_id, entry.address) for entry in entries)
+
+    @property
+    def logs(self) -> BinLogs | None:
+        """The bins' Merkle logs (localstore/binlog.py), or None if the store keeps none."""
+        self._live()
+        return self._logs
+
+    def make_durable(self) -> list[int]:
+        """Flush the pull index and the cursors to the disk; return the cursors that are now
+        durable (those of the call: puts that run meanwhile may or may not be).
+
+        Safe to call from a worker thread while the store is used (it only flushes file
+        descriptors and writes one synced LevelDB key), but not while it is being closed. A node
+        signs a state of a bin's log only up to durable cursors, so that a power cut can never
+        make it sign another root for the same size (localstore/binlog.py).
+        """
+        db = self._live()
+        cursors = list(self._cursors)
+        self._pull_index.sync()
+        db.put(META_VERSION, FORMAT_VERSION.to_bytes(8, "big"), sync=True)  # flushes LevelDB's log
+        return cursors
 
     async def wait_bin(self, bin: int, after: int) -> int:
         """Return ``bin``'s cursor once it is above ``after`` (at once if it already is).

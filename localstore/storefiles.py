@@ -7,6 +7,7 @@ A store directory holds four kinds of files, each written by the module named:
     ADDRESSES       address -> slot, length, bin ID, a hash file derived from the pull index
                     (localstore/addressindex.py)
     LevelDB files   the metadata, the bins' cursors and other components' state (this module)
+    TREE-00..31     each bin's Merkle log over its pull index, derived (localstore/binlog.py)
 
 LevelDB key layout (every key starts with a one-byte namespace; integers big-endian)::
 
@@ -46,6 +47,7 @@ from dataclasses import dataclass
 import plyvel
 
 from localstore.addressindex import AddressIndex
+from localstore.binlog import BinLogs
 from localstore.chunkfile import CHUNK_FILE_NAME, ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
 from localstore.errors import MOVE_AWAY, StoreCorrupt, UnsupportedStoreVersion
@@ -90,13 +92,14 @@ class StoreFiles:
     epoch: int
     dropped: int
     slots: SlotMap
+    logs: BinLogs | None = None  # None: the store keeps no bin logs (--provable-sync off)
 
     @classmethod
-    def open(cls, path: str, overlay: bytes) -> StoreFiles:
+    def open(cls, path: str, overlay: bytes, *, logs: bool = True) -> StoreFiles:
         """Claim and lock the directory, open its LevelDB (creating the store if it is new, or
         repairing it) and files, cut off uncommitted tails, repair torn ones, and rebuild the
-        address index if it was not closed cleanly or chunks were lost. Raises a StoreError
-        subclass naming the problem, leaving nothing open."""
+        address index (and the bin logs) if it was not closed cleanly or chunks were lost. Raises
+        a StoreError subclass naming the problem, leaving nothing open."""
         lock_fd = claim_directory(path, overlay)
         db: plyvel.DB | None = None
         chunk_file: ChunkFile | None = None
@@ -111,6 +114,7 @@ class StoreFiles:
             pull_index = PullIndex(path, cursors)
             torn = repair_torn_files(path, chunk_file, pull_index)
             index = None if torn else AddressIndex.open(path, generation)
+            unclean = index is None
             dropped = sum(len(ids) for ids in pull_index.lost.values())
             if index is None:
                 index, lost_data, slots = rebuild_index(
@@ -119,13 +123,17 @@ class StoreFiles:
                 dropped += lost_data
             else:
                 slots = _load_slot_map(db, pull_index, cursors, count)
+            # -- provable streams (issue 16): the bin logs are rebuilt whenever the index is
+            bin_logs = BinLogs(path, pull_index, cursors, rebuild=unclean) if logs else None
         except BaseException:
             for opened in (pull_index, chunk_file, db):
                 if opened is not None:
                     opened.close()
             os.close(lock_fd)
             raise
-        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch, dropped, slots)
+        return cls(
+            db, chunk_file, pull_index, index, lock_fd, cursors, epoch, dropped, slots, bin_logs
+        )
 
     def release(self) -> None:
         """Flush the files and LevelDB's log to the disk, close everything, marking the address
@@ -148,6 +156,8 @@ class StoreFiles:
             self.db.close()
             self.chunk_file.close()
             self.pull_index.close()
+            if self.logs is not None:
+                self.logs.close()
             os.close(self.lock_fd)
 
 

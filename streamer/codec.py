@@ -18,6 +18,9 @@ from streamer.errors import LocalProtocolError, MessageError, RemoteProtocolErro
 from streamer.messages import (
     ADDRESS_SIZE,
     FRAME_HEADER_SIZE,
+    HASH_SIZE,
+    HOLES_SIZE,
+    MAX_BATCH_SIZE,
     MAX_FRAME_SIZE,
     NONCE_SIZE,
     PUBLIC_KEY_SIZE,
@@ -39,12 +42,17 @@ from streamer.messages import (
     Peers,
     Ping,
     Pong,
+    ProvenOffer,
     PushDelivery,
     PushFailure,
     PushReceipt,
+    Receipt,
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
+    SignedState,
+    StateReply,
+    StateRequest,
     Subscribe,
     TopicPush,
     Unsubscribe,
@@ -63,6 +71,10 @@ _HANDSHAKE_FIXED = struct.Struct(f">HQ{ADDRESS_SIZE}sQH{PUBLIC_KEY_SIZE}s{SIGNAT
 _RECORD_FIXED = struct.Struct(f">QH{PUBLIC_KEY_SIZE}s{SIGNATURE_SIZE}s")
 _PUSH_DELIVERY = struct.Struct(f">Q{ADDRESS_SIZE}sB")  # request_id, address, hop_limit
 _PUSH_RECEIPT = struct.Struct(f">Q{ADDRESS_SIZE}s{PUBLIC_KEY_SIZE}sB{SIGNATURE_SIZE}s")
+_STATE_REQUEST = struct.Struct(">BQQ")  # bin, size, known
+_STATE_FIXED = struct.Struct(f">BQQ{HASH_SIZE}s{SIGNATURE_SIZE}sQ")  # bin, epoch, size, root, sig, known
+_LIVE_STATE = struct.Struct(f">Q{HASH_SIZE}s{SIGNATURE_SIZE}s")  # epoch, root, signature
+_RECEIPT = struct.Struct(f">BQQQ{HASH_SIZE}s{SIGNATURE_SIZE}s")  # bin, epoch, start, end, root, sig
 _INTEREST_ENTRY = struct.Struct(">B20s32sB")  # kind, owner, topic, hops
 _FEED_PUSH_FIXED = struct.Struct(">20s32sQ")  # owner, topic, index
 _TOPIC_PUSH_FIXED = struct.Struct(">32s20sQQQ65s")  # topic, owner, seq, chain, time, signature
@@ -92,6 +104,18 @@ def _write_record(r: PeerRecord) -> bytes:
     return _RECORD_FIXED.pack(r.network_id, r.port, r.public_key, r.signature) + _str8(r.host)
 
 
+def _write_state_reply(m: StateReply) -> bytes:
+    st = m.state
+    return _STATE_FIXED.pack(st.bin, st.epoch, st.size, st.root, st.signature, m.known) + b"".join(m.proof)
+
+
+def _write_proven_offer(m: ProvenOffer) -> bytes:
+    head = _STREAM.pack(m.bin, m.live, m.start, m.end) + m.holes + b"".join(m.hashes)
+    if m.state is not None:
+        return head + _LIVE_STATE.pack(m.state.epoch, m.state.root, m.state.signature)
+    return head + _U8.pack(len(m.left)) + b"".join(m.left) + b"".join(m.right)
+
+
 _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
     Hello: lambda m: m.nonce,
     Handshake: _write_handshake,
@@ -108,6 +132,10 @@ _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
     OfferedHashes: lambda m: _STREAM.pack(m.bin, m.live, m.start, m.end) + b"".join(m.hashes),
     WantedHashes: lambda m: _STREAM.pack(m.bin, m.live, m.start, m.end) + m.want,
     ChunkDelivery: lambda m: _DELIVERY.pack(m.bin, m.live, m.start, m.index) + m.data,
+    StateRequest: lambda m: _STATE_REQUEST.pack(m.bin, m.size, m.known),
+    StateReply: _write_state_reply,
+    ProvenOffer: _write_proven_offer,
+    Receipt: lambda m: _RECEIPT.pack(m.bin, m.epoch, m.start, m.end, m.root, m.signature),
     RetrieveRequest: lambda m: _U64.pack(m.request_id) + m.address + _U8.pack(m.hop_limit),
     RetrieveDelivery: lambda m: _U64.pack(m.request_id) + m.data,
     RetrieveFailure: lambda m: _U64.pack(m.request_id) + _str16(m.reason),
@@ -266,6 +294,38 @@ def _read_delivery(r: _Reader) -> ChunkDelivery:
 def _read_push_delivery(r: _Reader) -> PushDelivery:
     request_id, address, hop_limit = r.fixed(_PUSH_DELIVERY, "request_id/address/hop_limit")
     return PushDelivery(request_id, address, hop_limit, r.rest())
+def _read_hashes(r: _Reader, field: str) -> tuple[bytes, ...]:
+    """32-byte hashes to the end of the body."""
+    if r.left() % HASH_SIZE:
+        raise r.error(f"{field} take {r.left()} bytes, not a multiple of {HASH_SIZE}")
+    raw = r.rest()
+    return tuple(raw[i : i + HASH_SIZE] for i in range(0, len(raw), HASH_SIZE))
+
+
+def _read_state_reply(r: _Reader) -> StateReply:
+    bin_, epoch, size, root, signature, known = r.fixed(_STATE_FIXED, "bin..known")
+    return StateReply(SignedState(bin_, epoch, size, root, signature), known, _read_hashes(r, "proof"))
+
+
+def _read_proven_offer(r: _Reader) -> ProvenOffer:
+    bin_, live, start, end = _read_stream_range(r)
+    holes = r.raw(HOLES_SIZE, "holes")
+    if not 1 <= start <= end < start + MAX_BATCH_SIZE:
+        raise r.error(f"range [{start}, {end}] is not 1..{MAX_BATCH_SIZE} bin IDs from 1 on")
+    raw = r.raw(HASH_SIZE * (end - start + 1), f"hashes ({end - start + 1} x 32)")
+    hashes = tuple(raw[i : i + HASH_SIZE] for i in range(0, len(raw), HASH_SIZE))
+    if live:
+        epoch, root, signature = r.fixed(_LIVE_STATE, "epoch/root/signature")
+        state = SignedState(bin_, epoch, end, root, signature)
+        return ProvenOffer(bin_, live, start, end, hashes, holes, state)
+    count = r.u8("left count")
+    left = r.raw(HASH_SIZE * count, f"left ({count} x 32)")
+    lefts = tuple(left[i : i + HASH_SIZE] for i in range(0, len(left), HASH_SIZE))
+    return ProvenOffer(bin_, live, start, end, hashes, holes, None, lefts, _read_hashes(r, "right"))
+
+
+def _read_receipt(r: _Reader) -> Receipt:
+    return Receipt(*r.fixed(_RECEIPT, "bin..signature"))
 
 
 def _read_record(r: _Reader, i: int) -> PeerRecord:
@@ -312,6 +372,13 @@ _READERS: dict[int, tuple[str, Callable[[_Reader], Message]]] = {
     MessageType.OFFERED_HASHES: ("OfferedHashes", _read_offer),
     MessageType.WANTED_HASHES: ("WantedHashes", _read_want),
     MessageType.CHUNK_DELIVERY: ("ChunkDelivery", _read_delivery),
+    MessageType.STATE_REQUEST: (
+        "StateRequest",
+        lambda r: StateRequest(*r.fixed(_STATE_REQUEST, "bin/size/known")),
+    ),
+    MessageType.STATE_REPLY: ("StateReply", _read_state_reply),
+    MessageType.PROVEN_OFFER: ("ProvenOffer", _read_proven_offer),
+    MessageType.RECEIPT: ("Receipt", _read_receipt),
     MessageType.RETRIEVE_REQUEST: (
         "RetrieveRequest",
         lambda r: RetrieveRequest(r.u64("request_id"), r.raw(ADDRESS_SIZE, "address"), r.u8("hop_limit")),

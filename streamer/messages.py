@@ -21,10 +21,12 @@ from localstore.bmt import keccak256
 from pot import MAX_PO
 from streamer.errors import MessageError
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 """The ``version`` this implementation puts in its handshake. Version 2 added the Hello nonces
 (handshake signatures bound to one connection) and the Unsubscribed acknowledgement; version 3
-the TLS channel under the protocol, and the channel binding every handshake signature covers."""
+the TLS channel under the protocol, and the channel binding every handshake signature covers;
+version 4 provable streams (signed states of each bin's log, proven offers and receipts), live
+propagation and push syncing."""
 
 CHANNEL_BINDING_SIZE = 32
 PLAIN_BINDING = bytes(CHANNEL_BINDING_SIZE)
@@ -52,6 +54,11 @@ MAX_BATCH_SIZE = 128
 OFFER_WINDOW = 2
 """Most offers of one stream the upstream may have sent and not had answered (section 8.2)."""
 WANT_SIZE = MAX_BATCH_SIZE // 8
+HOLES_SIZE = WANT_SIZE
+"""Bytes of a proven offer's hole mask: one bit per offered entry, as in a want vector."""
+HASH_SIZE = 32
+MAX_PROOF_HASHES = 192
+"""Most hashes in a proof: a frontier (at most 64) and a compact range (at most 2 per level)."""
 MAX_HOST_SIZE = 255
 MAX_REASON_SIZE = 1024
 MAX_PEER_RECORDS = 128
@@ -75,6 +82,10 @@ class MessageType(enum.IntEnum):
     WANTED_HASHES = 0x15
     CHUNK_DELIVERY = 0x16
     UNSUBSCRIBED = 0x17
+    STATE_REQUEST = 0x18
+    STATE_REPLY = 0x19
+    PROVEN_OFFER = 0x1A
+    RECEIPT = 0x1B
     RETRIEVE_REQUEST = 0x20
     RETRIEVE_DELIVERY = 0x21
     RETRIEVE_FAILURE = 0x22
@@ -101,6 +112,8 @@ class GoodbyeCode(enum.IntEnum):
     DUPLICATE_CONNECTION = 8
     PRUNED = 9
     OVERLOADED = 10
+    BAD_PROOF = 11
+    INCONSISTENT_STATE = 12
 
 
 def clip_reason(reason: str) -> str:
@@ -485,6 +498,172 @@ class ChunkDelivery:
         )
 
 
+# -- provable streams (docs/protocol.md section 8.6) ---------------------------------------------
+
+
+def _hashes(owner: str, field: str, value: Any, max_len: int) -> tuple[bytes, ...]:
+    items = _tuple(owner, field, value, max_len)
+    if not all(type(h) is bytes and len(h) == HASH_SIZE for h in items):
+        items = tuple(_bytes(owner, f"{field}[{i}]", h, HASH_SIZE) for i, h in enumerate(items))
+    return items
+
+
+@dataclass(frozen=True, slots=True)
+class SignedState:
+    """A state of one bin's log, signed by the upstream: its ``size`` first leaves have ``root``.
+
+    Not a message by itself: carried by :class:`StateReply` and by live :class:`ProvenOffer`. The
+    signature covers the upstream's overlay too (streamer/states.py), which the wire leaves out.
+    """
+
+    bin: int
+    epoch: int
+    size: int
+    root: bytes
+    signature: bytes
+
+    def __post_init__(self) -> None:
+        n = "SignedState"
+        _bin(n, self.bin)
+        _uint(n, "epoch", self.epoch, _U64)
+        _uint(n, "size", self.size, _U64)
+        _set(self, "root", _bytes(n, "root", self.root, HASH_SIZE))
+        _set(self, "signature", _bytes(n, "signature", self.signature, SIGNATURE_SIZE))
+
+
+@dataclass(frozen=True, slots=True)
+class StateRequest:
+    """Downstream asks for the signed state of ``bin`` at ``size`` leaves, with the proof that it
+    and the state of ``known`` leaves it accepted before (0: none) are one log."""
+
+    TYPE: ClassVar[MessageType] = MessageType.STATE_REQUEST
+
+    bin: int
+    size: int
+    known: int
+
+    def __post_init__(self) -> None:
+        _bin("StateRequest", self.bin)
+        _uint("StateRequest", "size", self.size, _U64)
+        _uint("StateRequest", "known", self.known, _U64)
+        if self.size < 1:
+            raise MessageError(f"StateRequest.size must be >= 1, got {self.size}")
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class StateReply:
+    """The state asked for and its consistency proof with the state of ``known`` leaves: the
+    frontier at the smaller size, then the compact range up to the larger (localstore/merkle.py)."""
+
+    TYPE: ClassVar[MessageType] = MessageType.STATE_REPLY
+
+    state: SignedState
+    known: int
+    proof: tuple[bytes, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.state, SignedState):
+            raise MessageError(f"StateReply.state must be a SignedState, got {type(self.state).__name__}")
+        _uint("StateReply", "known", self.known, _U64)
+        _set(self, "proof", _hashes("StateReply", "proof", self.proof, MAX_PROOF_HASHES))
+
+    def __repr__(self) -> str:
+        st = self.state
+        return (
+            f"StateReply(bin={st.bin}, epoch={st.epoch}, size={st.size}, root={st.root.hex()[:12]}, "
+            f"known={self.known}, proof=<{len(self.proof)} hashes>)"
+        )
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ProvenOffer:
+    """An offer of a provable stream: every leaf of bin IDs ``[start, end]`` and the proof that
+    they are exactly those leaves of the upstream's log.
+
+    ``hashes`` holds one address per bin ID, holes included; bit ``i`` of ``holes`` (as in a want
+    vector) marks an entry the upstream cannot deliver (a dropped chunk): it must not be wanted.
+    A live offer carries the signed state at ``end`` (``state``), which the entries must extend
+    the stream's last state to. A historical offer carries the frontier at ``start - 1`` (``left``,
+    first offer of a subscription only) and the compact range from ``end`` to the subscription's
+    end (``right``): with them the entries rebuild the state the downstream asked for there.
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.PROVEN_OFFER
+
+    bin: int
+    live: bool
+    start: int
+    end: int
+    hashes: tuple[bytes, ...]
+    holes: bytes = bytes(HOLES_SIZE)
+    state: SignedState | None = None
+    left: tuple[bytes, ...] = ()
+    right: tuple[bytes, ...] = ()
+
+    def __post_init__(self) -> None:
+        n = "ProvenOffer"
+        _bin(n, self.bin)
+        _bool(n, "live", self.live)
+        _range(n, self.start, self.end)
+        hashes = _hashes(n, "hashes", self.hashes, MAX_BATCH_SIZE)
+        if len(hashes) != self.end - self.start + 1:
+            raise MessageError(
+                f"{n}.hashes holds {len(hashes)} hashes, the range [{self.start}, {self.end}] "
+                f"has {self.end - self.start + 1} bin IDs"
+            )
+        _set(self, "hashes", hashes)
+        _set(self, "holes", _bytes(n, "holes", self.holes, HOLES_SIZE))
+        if any(self.holes[i >> 3] >> (i & 7) & 1 for i in range(len(hashes), MAX_BATCH_SIZE)):
+            raise MessageError(f"{n}.holes marks entries beyond the {len(hashes)} offered")
+        if self.live:
+            if not isinstance(self.state, SignedState):
+                raise MessageError(f"{n}: a live offer carries the signed state at its end")
+            if self.state.bin != self.bin or self.state.size != self.end:
+                raise MessageError(f"{n}.state must be of bin {self.bin} at size {self.end}")
+            if self.left or self.right:
+                raise MessageError(f"{n}: a live offer carries no proof hashes")
+        elif self.state is not None:
+            raise MessageError(f"{n}: a historical offer carries no signed state")
+        left = _hashes(n, "left", self.left, 64)
+        right = _hashes(n, "right", self.right, MAX_PROOF_HASHES - 64)
+        _set(self, "left", left)
+        _set(self, "right", right)
+
+    def hole_indices(self) -> list[int]:
+        """Indices of the entries marked as holes, ascending."""
+        return [i for i in range(len(self.hashes)) if self.holes[i >> 3] >> (i & 7) & 1]
+
+    def __repr__(self) -> str:
+        return (
+            f"ProvenOffer(bin={self.bin}, live={self.live}, start={self.start}, end={self.end}, "
+            f"hashes=<{len(self.hashes)}>, holes={self.hole_indices()}, "
+            f"state={'yes' if self.state else 'no'}, left=<{len(self.left)}>, right=<{len(self.right)}>)"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """The downstream's signed word that it took over bin IDs ``[start, end]`` of the upstream's
+    log, whose state at ``end`` has ``root``: it stored every chunk of the range it wanted."""
+
+    TYPE: ClassVar[MessageType] = MessageType.RECEIPT
+
+    bin: int
+    epoch: int
+    start: int
+    end: int
+    root: bytes
+    signature: bytes
+
+    def __post_init__(self) -> None:
+        n = "Receipt"
+        _bin(n, self.bin)
+        _uint(n, "epoch", self.epoch, _U64)
+        _range(n, self.start, self.end)
+        _set(self, "root", _bytes(n, "root", self.root, HASH_SIZE))
+        _set(self, "signature", _bytes(n, "signature", self.signature, SIGNATURE_SIZE))
+
+
 # -- retrieval ------------------------------------------------------------------------------------
 
 
@@ -780,6 +959,10 @@ Message: TypeAlias = (
     | OfferedHashes
     | WantedHashes
     | ChunkDelivery
+    | StateRequest
+    | StateReply
+    | ProvenOffer
+    | Receipt
     | RetrieveRequest
     | RetrieveDelivery
     | RetrieveFailure
@@ -806,6 +989,10 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     OfferedHashes,
     WantedHashes,
     ChunkDelivery,
+    StateRequest,
+    StateReply,
+    ProvenOffer,
+    Receipt,
     RetrieveRequest,
     RetrieveDelivery,
     RetrieveFailure,

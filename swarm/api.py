@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from localstore import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
 from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
 from localstore.soc import parse_soc
+from swarm.api_proofs import ProofSource, proof_routes
 from swarm.bee_api import soc_and_feed_routes
 from swarm.bee_status_api import status_routes
 from swarm.bee_types import BeeBackend
@@ -39,6 +40,8 @@ from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.metrics import metrics_text
 from swarm.reserve_api import flag, reserve_routes, tag_header
 from swarm.retrieval import ChunkUnavailable
+from swarm.spaces.routes import space_routes  # spaces (issue 15)
+from swarm.spaces.service import SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics
 from swarm.status import sync_document, topology_document
 from swarm.uploads import Uploads
@@ -77,6 +80,12 @@ class Node(Protocol):
 
     @property
     def equivocations(self) -> EquivocationLog: ...
+
+    @property
+    def proofs(self) -> ProofSource: ...
+
+    @property
+    def spaces(self) -> SpaceService: ...  # spaces (issue 15)
 
     @property
     def live(self) -> LiveService: ...
@@ -121,12 +130,14 @@ def build_app(node: Node) -> ASGIApp:
         *file_routes(node),
         *report_routes(node),
         *reserve_routes(node, parse_address),  # uploads' tags and pins (issue 17)
+        *proof_routes(node.proofs),  # provable streams (issue 16): GET /proofs/{address}
         *dashboard_routes(),
         *live_routes(node.live, node.overlay),  # live propagation (swarm/live_api.py)
         # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
         # /status, /peers (docs/bee-compat.md)
         *soc_and_feed_routes(node.bee),
         *status_routes(node.bee),
+        *space_routes(node.spaces),  # spaces (issue 15): swarm/spaces/routes.py
     ]
     app = Starlette(
         routes=routes,

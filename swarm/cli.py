@@ -31,6 +31,7 @@ from swarm.cli_common import (
     worker_count,
 )
 from swarm.cli_reserve import add_capacity_option, add_upload_options, neighbourhood_size
+from swarm.cli_space import add_space_node_options, space_config  # spaces (issue 15)
 from swarm.localswarm import LocalSwarmError
 from syncer.verifier import default_workers
 
@@ -92,6 +93,8 @@ def cmd_node(args: argparse.Namespace) -> int:
         dial_networks=tuple(args.dial_allow),
         neighbourhood_size=args.neighbourhood_size,
         **({"capacity": args.capacity} if args.capacity else {}),
+        provable_sync=args.provable_sync,
+        spaces=space_config(args),  # spaces (issue 15)
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
@@ -218,6 +221,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="peers at or beyond the depth a node wants; the depth caps the storage radius (default 3)",
     )
+    p.add_argument(
+        "--provable-sync",
+        choices=("off", "sign", "verify"),
+        default="verify",
+        help="provable bin streams: verify (default) signs states of this node's bin logs and checks "
+        "every peer's proofs, signing receipts; sign serves them but pulls without checking; off keeps "
+        "no logs and serves plain streams (for measuring the cost; a verifying peer does not pull from it)",
+    )
+    add_space_node_options(p)  # spaces (issue 15)
     p.set_defaults(func=cmd_node)
 
     p = sub.add_parser(
@@ -319,9 +331,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_pin_parser(sub)
     add_sim_parser(sub)
 
-    from swarm.cli_live import add_live_parsers  # topic, loss (live propagation; feed follow: cli_feed)
+    from swarm.cli_space import add_space_parser  # spaces (issue 15)
+
+    add_space_parser(sub)
+
+    from swarm.cli_live_args import add_live_parsers  # topic, loss (live propagation; feed follow: cli_feed)
 
     add_live_parsers(sub)
+
+    from swarm.cli_proofs import add_proof_parsers  # provable streams (issue 16)
+
+    add_proof_parsers(sub)
 
     return parser
 

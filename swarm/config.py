@@ -8,6 +8,7 @@ from pathlib import Path
 from localstore.cache import DEFAULT_CACHE_BYTES
 from localstore.capacity import DEFAULT_CAPACITY
 from swarm.live.config import LiveConfig
+from swarm.spaces.config import SpaceConfig  # spaces (issue 15)
 from syncer.pullsync import PullerConfig
 
 __all__ = ["CHANNELS", "DEFAULT_STRATEGY", "NodeConfig"]
@@ -53,4 +54,6 @@ class NodeConfig:
     evict_batch: int = 256  # chunks evicted at most before other tasks run again
     push_workers: int = 16  # uploaded chunks pushed at once (swarm/pusher.py)
     receipt_timeout: float = 60.0  # how long POST /bytes waits for its last receipts
+    provable_sync: str = "verify"  # provable streams (issue 16): off | sign | verify (swarm/proofs.py)
+    spaces: SpaceConfig = field(default_factory=SpaceConfig)  # multi-writer spaces (swarm/spaces/)
     live: LiveConfig = field(default_factory=LiveConfig)  # live propagation (docs/live.md)

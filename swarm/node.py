@@ -6,10 +6,11 @@ cursors and sync state) and `node.json` (the ports chosen at start-up, for scrip
 
 Services, each given only the functions it needs: the store and the `ChunkIntake` (the one door
 chunks come in by: synced, re-fetched or uploaded); `Transfers` (one transfer per chunk) and the
-`Puller` (the sync rule, what to pull from whom, the synced intervals); the peer table and the
-Kademlia `ConnectionManager`; `Sessions` (one per connected peer: its `Upstream`, its
-`PullSyncClient`, its retrieve requests); `Gossip`; `Retrieval`; the HTTP API, which reads one
-immutable `NodeStatistics` snapshot for everything it reports.
+`Puller` (the sync rule, what to pull from whom, the synced intervals); the peer table, the
+address book (both kept by `Topology`) and the Kademlia `ConnectionManager`; `Sessions` (one
+per connected peer: its `Upstream`, its `PullSyncClient`, its retrieve requests); `Gossip`;
+`Retrieval`; the HTTP API, which reads one immutable `NodeStatistics` snapshot for everything
+it reports.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import cast
 import trio
 
 from kademlia import PeerTable, get_strategy, sync_bins
-from kademlia.addresses import AddressBook, Backoff, DialPolicy, PeerAddress
+from kademlia.addresses import AddressBook, Backoff, DialPolicy
 from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
 from localstore.pins import Pins
@@ -42,6 +43,8 @@ from swarm.gossip import Gossip
 from swarm.live.assembly import build_live_service
 from swarm.offer_leases import LeasedStore, OfferLeases
 from swarm.peer import Peer
+from swarm.proofs import MODES as PROVABLE_MODES
+from swarm.proofs import NodeProofs
 from swarm.pusher import Pusher
 from swarm.pushsync import PushSync, closer_peers
 from swarm.repair import Repair
@@ -49,7 +52,11 @@ from swarm.reserve_status import reserve_status
 from swarm.reserve_worker import ReserveWorker
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
+from swarm.settled_depth import SettledDepth
+from swarm.spaces.live_source import live_follow  # spaces (issue 15)
+from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
+from swarm.topology import Topology
 from swarm.uploads import Uploads
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
@@ -62,10 +69,6 @@ from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
 
-DEPTH_SETTLE = 60.0
-"""Seconds the depth must hold before the storage radius is capped by it (see _known_depth): a
-neighbour that restarts, or peers still connecting, must not make the reserve churn."""
-
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
 
@@ -73,6 +76,8 @@ class Node:
         get_strategy(config.strategy)  # fail early on a bad name
         if config.channel not in CHANNELS:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {config.channel!r}")
+        if config.provable_sync not in PROVABLE_MODES:
+            raise ValueError(f"provable sync must be one of {', '.join(PROVABLE_MODES)}")
         self.config = config
         self.sync_rule = sync_rule
         self.data_dir = Path(config.data_dir)
@@ -94,7 +99,12 @@ class Node:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.identity: NodeIdentity = load_or_create_identity(self.data_dir / "node.key")
         self.overlay: bytes = self.identity.overlay(config.network_id)
-        self.store = LocalStore(self.data_dir / "localstore", self.overlay)
+        # -- provable streams (issue 16): bin logs in the store, states, proofs and receipts
+        logs = NodeProofs.keeps_logs(config.provable_sync)
+        self.store = LocalStore(self.data_dir / "localstore", self.overlay, logs=logs)
+        self.proofs = NodeProofs(
+            config.provable_sync, self.identity, self.overlay, self.store, network_id=config.network_id
+        )
         self.verifier = ChunkVerifier(config.verify_workers)
         self.transfers = Transfers()
         self.equivocations = EquivocationLog(self.store)
@@ -120,10 +130,15 @@ class Node:
             over_saturation=config.over_saturation,
             max_po=MAX_PO,
         )
-        self.book = AddressBook(self.overlay)
         networks = config.dial_networks
-        self.dial_policy = DialPolicy(networks) if networks else DialPolicy.for_host(config.host)
-        self.addresses_refused = 0
+        self.topology = Topology(
+            self.overlay,
+            self.table,
+            AddressBook(self.overlay),
+            DialPolicy(networks) if networks else DialPolicy.for_host(config.host),
+            forget_record=lambda overlay: self.gossip.drop_record(overlay),
+            changed=lambda: self.manager.changed(),
+        )
         self.sessions = Sessions(
             self._local_handshake,
             self._make_peer,
@@ -135,13 +150,15 @@ class Node:
         )
         self.manager = ConnectionManager(
             self.table,
-            self.book,
+            self.topology.book,
             get_strategy(config.strategy),
             self.sessions.dial,
             lambda overlay, reason: self.sessions.close(overlay, GoodbyeCode.PRUNED, reason),
             backoff=Backoff(config.redial_min, config.redial_max),
         )
-        self.gossip = Gossip(self.identity, config.network_id, self.learn, interval=config.gossip_interval)
+        self.gossip = Gossip(
+            self.identity, config.network_id, self.topology.learn, interval=config.gossip_interval
+        )
 
     def _build_services(self) -> None:
         """What serves users and repairs the store: retrieval, the Bee-shaped backend, repair."""
@@ -175,16 +192,26 @@ class Node:
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
         )
         self.store.on_drop = self.repair.dropped
+        # spaces (issue 15): read through the store, the swarm and live propagation; what a
+        # writer posts (or the node fetches) is stored as an upload, so followers get it pushed
+        self.spaces = SpaceService(
+            NodeChunks(self.store.get, self.retrieval.get, partial(self.store_chunks, verified=True)),
+            self.data_dir,
+            config.spaces,
+            follow=live_follow(self.live),
+        )
 
     def _build_reserve(self) -> None:
         """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
         config = self.config
-        self._depth_since: tuple[int, float] | None = None  # the depth and since when it holds
+        settled = SettledDepth(config.neighbourhood_size)
         self.offer_leases = OfferLeases()
         self.reserve.add_guard(self.offer_leases)
         self.reserve_worker = ReserveWorker(
             self.reserve,
-            depth=self._known_depth,
+            depth=lambda: settled.observe(
+                self.table.connected_count(), self.table.depth(), trio.current_time()
+            ),
             historical_done=self.puller.fully_synced,
             radius_changed=self.puller.set_radius,
             batch=config.evict_batch,
@@ -226,19 +253,6 @@ class Node:
         self.transfers.stored(addresses)
         self.reserve_worker.wake()
 
-    def _known_depth(self) -> int | None:
-        """The depth, once this node has a neighbourhood (enough connected peers) and its depth
-        has held for DEPTH_SETTLE seconds; else None. The reserve caps the radius by it: a depth
-        seen while peers are still connecting would make it evict chunks it is about to be rid of
-        anyway, which syncing would then bring back."""
-        if self.table.connected_count() < self.config.neighbourhood_size:
-            self._depth_since = None
-            return None
-        depth, now = self.table.depth(), trio.current_time()
-        if self._depth_since is None or self._depth_since[0] != depth:
-            self._depth_since = (depth, now)
-        return depth if now - self._depth_since[1] >= DEPTH_SETTLE else None
-
     def _responsible(self, address: bytes) -> bool:
         """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
         return proximity(self.overlay, address) >= self.table.depth()
@@ -271,6 +285,7 @@ class Node:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.live.run)
+                await nursery.start(self.spaces.run)  # spaces (issue 15): follows through live
                 nursery.start_soon(self.repair.run)
                 await nursery.start(self.reserve_worker.run)
                 await nursery.start(self.pusher.run)
@@ -342,6 +357,7 @@ class Node:
             fetch=partial(requests.retrieve, conn, hop_limit=0, timeout=timeout),
             completed=partial(self.puller.record, overlay),
             config=self.config.puller,
+            verifying=self.proofs.verifying(overlay, conn.remote.public_key, conn.remote.epoch),
         )
         return Peer(
             conn,
@@ -351,6 +367,7 @@ class Node:
                 conn,
                 cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
                 live_idle=self.config.live_idle,
+                provable=self.proofs.provable(),
             ),
             client=client,
             requests=requests,
@@ -363,34 +380,12 @@ class Node:
 
     # -- topology -----------------------------------------------------------------------------
 
-    def learn(self, address: PeerAddress) -> bool:
-        """A peer and where it listens (from a handshake or verified gossip); False if it is not
-        kept (an address this node may not dial, or its bin is full of peers seen working)."""
-        if address.overlay == self.overlay:
-            return False
-        if not self.dial_policy.allows(address.host):
-            self.addresses_refused += 1
-            return False
-        admission = self.book.add(address)
-        if admission.evicted is not None:
-            self.table.remove_known(admission.evicted)
-            self.gossip.drop_record(admission.evicted)
-        if admission.refused:
-            self.addresses_refused += 1
-            return False
-        if self.table.add_known(address.overlay) or admission.changed:
-            self.manager.changed()
-        return True
-
     def depth(self) -> int:
         return self.puller.depth
 
     def _connected(self, peer: Peer) -> None:
         remote = peer.conn.remote
-        if remote.host and remote.port:
-            self.learn(PeerAddress(peer.overlay, remote.host, remote.port))
-        self.book.worked(peer.overlay)
-        self.table.connect(peer.overlay)
+        self.topology.connected(peer.overlay, remote.host, remote.port)
         self.puller.set_depth(self.table.depth())
         peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
         if self.config.gossip:
@@ -399,10 +394,9 @@ class Node:
 
     def _disconnected(self, peer: Peer) -> None:
         self.live.peer_disconnected(peer)
-        self.table.disconnect(peer.overlay)
         self.gossip.forget(peer.overlay)
         self.puller.set_depth(self.table.depth())
-        self.manager.changed()
+        self.topology.disconnected(peer.overlay)
 
     def _on_peers(self, peer: Peer, msg: Peers) -> None:
         if self.config.gossip:
@@ -446,12 +440,13 @@ class Node:
                 "received": self.gossip.received,
                 "rejected": self.gossip.rejected,
                 "rate_limited": self.gossip.rate_limited,
-                "refused": self.addresses_refused,
+                "refused": self.topology.refused,
             },
             equivocations=self.equivocations.count,
             repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
             reserve=reserve_status(
                 self.reserve, self.pusher, self.pushsync, len(self.pins.roots()), len(self.pins)
             ),
+            proofs=self.proofs.snapshot(),
             live=self.live.statistics(),
         )

@@ -25,12 +25,16 @@ from streamer.messages import (
     Message,
     OfferedHashes,
     Peers,
+    ProvenOffer,
     PushDelivery,
     PushFailure,
     PushReceipt,
+    Receipt,
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
+    StateReply,
+    StateRequest,
     Subscribe,
     TopicPush,
     Unsubscribe,
@@ -44,7 +48,7 @@ from syncer.upstream import Upstream
 
 log = logging.getLogger(__name__)
 
-_FROM_UPSTREAM = (ChunkDelivery, OfferedHashes, CursorsReply, Unsubscribed)
+_FROM_UPSTREAM = (ChunkDelivery, OfferedHashes, ProvenOffer, StateReply, CursorsReply, Unsubscribed)
 
 
 class Peer:
@@ -78,6 +82,8 @@ class Peer:
             Subscribe: upstream.on_subscribe,
             Unsubscribe: upstream.on_unsubscribe,
             WantedHashes: upstream.on_want,
+            StateRequest: upstream.on_state_request,  # provable streams (issue 16)
+            Receipt: upstream.on_receipt,
             RetrieveRequest: lambda msg: on_retrieve_request(self, msg),
             RetrieveDelivery: self.requests.on_delivery,
             RetrieveFailure: self.requests.on_failure,

@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
+from streamer.messages import BIN_COUNT, SignedState
 from swarm.live.service import LiveStatistics
+from swarm.proofs import ProofsSnapshot
 from swarm.reserve_status import ReserveStatus
 from swarm.retrieval import Retrieval, RetrievalStatistics
 from swarm.sessions import Disconnection, Sessions
+from syncer.provable import ProvenLogs
 from syncer.puller import Puller, PullerStatistics
 from syncer.verifier import ChunkVerifier
 
@@ -40,6 +43,7 @@ class ConnectionStatus:
     serving: tuple[tuple[int, bool], ...]  # streams (bin, live) the peer pulls from us
     offered: int  # hashes offered to it
     delivered: int  # chunks delivered to it
+    proof_bytes: dict[str, int] = field(default_factory=dict)  # provable streams (issue 16)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,10 @@ class NodeStatistics:
     table: TableSnapshot
     strategy: str
     saturation: int
+    # -- provable streams (issue 16): the proofs' counters, and per peer and bin the latest state
+    # of its log this node verified (verify mode)
+    proofs: ProofsSnapshot | None = None
+    states: dict[bytes, dict[int, SignedState]] | None = None
     live: LiveStatistics | None = None  # live propagation: the loss table and its traffic
 
     reserve: ReserveStatus = field(default_factory=ReserveStatus)  # capacity, radius, receipts
@@ -87,6 +95,7 @@ def collect_statistics(
     equivocations: int,
     repairs: dict[str, int],
     reserve: ReserveStatus | None = None,
+    proofs: ProofsSnapshot | None = None,
     live: LiveStatistics | None = None,
 ) -> NodeStatistics:
     peers = sorted(sessions.peers.values(), key=lambda p: p.overlay)
@@ -98,6 +107,7 @@ def collect_statistics(
             tuple(peer.upstream.subscriptions),
             peer.upstream.offered,
             peer.upstream.delivered,
+            dict(peer.upstream.proof_bytes, receipt_count=peer.upstream.receipts),
         )
         for peer in peers
     )
@@ -118,6 +128,8 @@ def collect_statistics(
         gossip=gossip,
         equivocations=equivocations,
         repairs=repairs,
+        proofs=proofs,
+        states={peer.overlay: _verified_states(peer.client.session.logs) for peer in peers},
         retrieval=retrieval.statistics(),
         table=table.snapshot(),
         strategy=strategy,
@@ -125,3 +137,10 @@ def collect_statistics(
         reserve=reserve or ReserveStatus(),
         live=live,
     )
+
+
+def _verified_states(logs: ProvenLogs | None) -> dict[int, SignedState]:
+    """The latest state of each bin accepted from a peer (none when not verifying)."""
+    if logs is None:
+        return {}
+    return {bin: state for bin in range(BIN_COUNT) if (state := logs.latest(bin)) is not None}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from streamer.messages import SignedState
 from swarm.reserve_status import reserve_document
 from swarm.sessions import TRAFFIC, Disconnection
 from swarm.statistics import ConnectionStatus, NodeStatistics
@@ -34,6 +35,52 @@ def sync_document(stats: NodeStatistics) -> dict[str, Any]:
         "peers": peers,
         "totals": loss_totals(stats),
         "disconnected": [_disconnection(stats, d) for d in stats.disconnections],
+        "proofs": _proofs(stats),
+    }
+
+
+# -- provable streams (issue 16) ----------------------------------------------------------------
+
+
+def _state(state: SignedState | None) -> dict[str, Any] | None:
+    """A verified state of a peer's bin log: accepted only with a good signature."""
+    if state is None:
+        return None
+    return {"size": state.size, "root": state.root.hex(), "signature": "ok"}
+
+
+def _receipts(stats: NodeStatistics, downstream: bytes) -> list[dict[str, Any]]:
+    """The latest receipts a downstream sent us, per bin and run: the ranges of our log it took over."""
+    kept = stats.proofs.receipts if stats.proofs else ()
+    return [
+        {"bin": k.receipt.bin, "start": k.receipt.start, "end": k.receipt.end, "root": k.receipt.root.hex()}
+        for k in sorted(kept, key=lambda k: k.receipt.bin)
+        if k.downstream == downstream
+    ]
+
+
+def _proofs(stats: NodeStatistics) -> dict[str, Any]:
+    """This node's provable-sync mode, its counters and the evidence of equivocations it holds."""
+    proofs = stats.proofs
+    if proofs is None:
+        return {"mode": "off"}
+    return {
+        "mode": proofs.mode,
+        "states_signed": proofs.states_signed,
+        "flushes": proofs.flushes,
+        "state_equivocations": proofs.equivocations,
+        "evidence": [
+            {
+                "upstream": e.upstream.hex(),
+                "public_key": e.public_key.hex(),
+                "bin": e.first.bin,
+                "epoch": e.first.epoch,
+                "size": e.first.size,
+                "roots": [e.first.root.hex(), e.second.root.hex()],
+                "signatures": [e.first.signature.hex(), e.second.signature.hex()],
+            }
+            for e in proofs.recent_equivocations
+        ],
     }
 
 
@@ -44,13 +91,20 @@ def _peer_status(
     counts = {name: counters.counts[name] if counters else 0 for name in COUNTERS}
     counts.update(stats.traffic.get(conn.overlay, dict.fromkeys(TRAFFIC, 0)))
     changed = counters.changed if counters else {}
+    states = (stats.states or {}).get(conn.overlay, {})
     return {
         "overlay": conn.overlay.hex(),
         "po": conn.po,
         "epoch": sync.epoch if sync else None,
         "fully_synced": sync.fully_synced if sync else False,
         "bins": [
-            {"bin": b.bin, "cursor": b.cursor, "synced": [list(r) for r in b.synced], "lag": b.lag}
+            {
+                "bin": b.bin,
+                "cursor": b.cursor,
+                "synced": [list(r) for r in b.synced],
+                "lag": b.lag,
+                "state": _state(states.get(b.bin)),
+            }
             for b in (sync.bins if sync else ())
         ],
         "stats": counts,
@@ -59,6 +113,8 @@ def _peer_status(
             "subscriptions": [[b, live] for b, live in conn.serving],
             "offered": conn.offered,
             "delivered": conn.delivered,
+            "receipts": _receipts(stats, conn.overlay),
+            "proof_bytes": conn.proof_bytes,
         },
     }
 
@@ -124,6 +180,7 @@ def loss_totals(stats: NodeStatistics) -> dict[str, int]:
     totals["equivocations"] = stats.equivocations
     totals["damaged_repaired"] = stats.repairs["repaired"]
     totals["damaged_lost"] = stats.repairs["failed"]
+    totals["state_equivocations"] = stats.proofs.equivocations if stats.proofs else 0
     for name, value in stats.gossip.items():
         totals[f"peer_records_{name}"] = value
     return totals

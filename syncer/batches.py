@@ -15,7 +15,7 @@ returned.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from streamer.errors import RemoteProtocolError
@@ -96,8 +96,11 @@ class BatchTracker:
         end: int,
         hashes: Sequence[bytes],
         is_stored: Callable[[bytes], bool],
+        holes: Collection[int] = (),
     ) -> OfferDecision:
-        """Register an offer and decide which of its hashes to want from `peer`."""
+        """Register an offer and decide which of its hashes to want from `peer`; ``holes``: the
+        indices of entries the peer cannot deliver (a proven offer's holes), never wanted and not
+        waited for."""
         key = BatchKey(peer, bin, live, start)
         if key in self._batches:
             raise UnexpectedOffer(
@@ -108,7 +111,7 @@ class BatchTracker:
         waiting: set[bytes] = set()
         wanted = []
         for index, address in enumerate(hashes):
-            if address in waiting or is_stored(address):
+            if index in holes or address in waiting or is_stored(address):
                 continue
             waiting.add(address)
             self._waiters.setdefault(address, []).append(key)

@@ -3,12 +3,13 @@
 A stream is one (bin, live) pair of the upstream's pull index, subscribed over `[start, end]`
 (`end = 0`: live, open-ended). The upstream offers consecutive ranges of at most 128 bin IDs and
 keeps at most `window` offers unanswered; every want must answer the oldest-but-any open offer by
-its exact range, and may only set bits for hashes that offer carried.
+its exact range, and may only set bits for hashes that offer carried, never for an entry a proven
+offer marked as a hole (docs/protocol.md 8.6).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from streamer.errors import RemoteProtocolError
@@ -26,6 +27,7 @@ class Offer:
     start: int
     end: int
     hashes: tuple[bytes, ...]
+    holes: frozenset[int] = frozenset()
 
 
 class StreamOffers:
@@ -61,6 +63,11 @@ class StreamOffers:
         """Historical stream fully offered and every offer answered: the stream is over."""
         return self.exhausted() and not self._open
 
+    def first(self, start: int) -> bool:
+        """Whether an offer starting at ``start`` is the subscription's first (a historical proven
+        offer then carries the frontier before it)."""
+        return start == self.start
+
     def can_offer(self) -> bool:
         return not self.exhausted() and len(self._open) < self.window
 
@@ -73,8 +80,9 @@ class StreamOffers:
             return None
         return self._next, min(last, self._next + MAX_BATCH_SIZE - 1)
 
-    def offered(self, start: int, end: int, hashes: Sequence[bytes]) -> Offer:
-        """Record an offer of `[start, end]` (which must continue where the last one ended)."""
+    def offered(self, start: int, end: int, hashes: Sequence[bytes], holes: Iterable[int] = ()) -> Offer:
+        """Record an offer of `[start, end]` (which must continue where the last one ended);
+        ``holes``: indices of entries it marks as not deliverable."""
         if start != self._next or end < start or (not self.live and end > self.end):
             raise ValueError(
                 f"offer [{start}, {end}] does not continue stream at {self._next} (end {self.end})"
@@ -83,7 +91,7 @@ class StreamOffers:
             raise ValueError(f"offer carries {len(hashes)} hashes, at most {MAX_BATCH_SIZE}")
         if len(self._open) >= self.window:
             raise ValueError(f"offer window of {self.window} is full")
-        offer = Offer(start, end, tuple(hashes))
+        offer = Offer(start, end, tuple(hashes), frozenset(holes))
         self._open[start] = offer
         self._next = end + 1
         return offer
@@ -99,6 +107,9 @@ class StreamOffers:
                 f"want for bin {self.bin} offer {start} sets bit {bad[0]} but the offer "
                 f"carried {len(offer.hashes)} hashes"
             )
+        holes = sorted(offer.holes.intersection(wanted))
+        if holes:
+            raise UnexpectedWant(f"want for bin {self.bin} offer {start} asks for entry {holes[0]}, a hole")
         del self._open[start]
         return [(i, offer.hashes[i]) for i in wanted]
 

@@ -255,4 +255,3 @@ class Puller:
             peers=tuple(peers),
             stats={overlay: stats.snapshot() for overlay, stats in self.stats.items()},
         )
-

@@ -13,6 +13,12 @@ most `max_incomplete` batches per stream wait for their chunks, which bounds mem
 backlog. Deliveries go to this peer's `DeliveryIntake`, which verifies and stores them through
 the node's `ChunkIntake`. Stopping a stream (cancelling its `sync`) unsubscribes; a new `sync`
 of the same stream waits until the upstream acknowledged that and the old batches completed.
+
+Verifying provable streams (`Verifying`, docs/protocol.md 8.6), a `sync` first makes sure the
+session holds the upstream's signed state its stream is anchored to (a live stream: the state
+at ``start - 1``; a historical one: at ``end``), asking for it with a `StateRequest` (one per bin
+at a time); the states it accepts are persisted, and its `Takeover` (syncer/takeover.py) records
+what it took over as batches complete and sends the receipts.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from streamer.messages import (
     GoodbyeCode,
     Message,
     OfferedHashes,
+    ProvenOffer,
+    StateReply,
     Subscribe,
     Unsubscribe,
     Unsubscribed,
@@ -45,6 +53,7 @@ from streamer.requests import RetrieveFailed
 from syncer.batches import CompletedBatch
 from syncer.deliveries import DeliveryIntake
 from syncer.intake import ChunkIntake
+from syncer.provable import StateAccepted, StateSuperseded
 from syncer.session import (
     ChunkArrived,
     CursorsReceived,
@@ -55,9 +64,10 @@ from syncer.session import (
     stream_name,
 )
 from syncer.stats import PeerStats
+from syncer.takeover import Takeover, Verifying
 from syncer.transfers import Transfers
 
-__all__ = ["Completed", "Fetch", "PullSyncClient", "PullerConfig", "SyncConnection"]
+__all__ = ["Completed", "Fetch", "PullSyncClient", "PullerConfig", "SyncConnection", "Verifying"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +88,12 @@ class PullerConfig:
     batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
     cursor_timeout: float = 30.0
     cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag
+    # verifying: receipts of a bin at most this often; the latest of a taken-over run covers
+    # what the ones it replaces did (fewer signatures here and checks at the upstream)
+    receipt_interval: float = 1.0
+
+
+StateEvent = StateAccepted | StateSuperseded
 
 
 class SyncConnection(Protocol):
@@ -108,10 +124,14 @@ class PullSyncClient:
         completed: Completed,
         config: PullerConfig | None = None,
         clock: Callable[[], float] = time.time,
+        verifying: Verifying | None = None,
     ) -> None:
         self.conn = conn
         self.overlay = conn.overlay
-        self.session = DownstreamSession(conn.overlay, handshake_epoch)
+        self.epoch = handshake_epoch
+        self.verifying = verifying
+        logs = verifying.logs if verifying else None
+        self.session = DownstreamSession(conn.overlay, handshake_epoch, logs=logs)
         self.transfers = transfers
         self.intake = intake
         self.stats = stats
@@ -123,6 +143,21 @@ class PullSyncClient:
         self._offers: dict[StreamKey, trio.MemorySendChannel[OfferReceived]] = {}
         self._cursors: trio.MemorySendChannel[CursorsReceived] | None = None
         self._progress = trio.lowlevel.ParkingLot()  # woken by completions, acks, streams ending
+        self._state_locks: dict[int, trio.Lock] = {}
+        self._state_waiters: dict[int, trio.MemorySendChannel[StateEvent]] = {}
+        self.takeover = (
+            Takeover(
+                verifying,
+                self.session,
+                conn,
+                intake.has,
+                upstream=self.overlay,
+                epoch=handshake_epoch,
+                interval=self.config.receipt_interval,
+            )
+            if verifying is not None
+            else None
+        )
         transfers.attach(self.overlay, self)
 
     def close(self) -> None:
@@ -154,6 +189,7 @@ class PullSyncClient:
         """Pull one stream; see the module docstring."""
         key = (bin, live)
         await self._wait_until(lambda: not self._busy(key), f"{stream_name(*key)} to be free again")
+        await self._anchor(bin, start - 1 if live else end, live)
         send, receive = trio.open_memory_channel[OfferReceived](OFFER_WINDOW)
         self._offers[key] = send
         priority = Priority.of_stream(live)
@@ -179,6 +215,30 @@ class PullSyncClient:
                 self.conn.start_soon(self.conn.send, Unsubscribe(bin, live), priority)
             self._progress.unpark_all()
 
+    async def _anchor(self, bin: int, size: int, live: bool) -> None:
+        """Make sure the session holds the upstream's state at ``size`` (and, for a live stream,
+        its frontier), asking for it if need be."""
+        logs = self.session.logs
+        if logs is None:
+            return
+        lock = self._state_locks.setdefault(bin, trio.Lock())
+        async with lock:
+            while not logs.holds(bin, size, frontier=live):
+                await self._ask_state(bin, size)
+
+    async def _ask_state(self, bin: int, size: int) -> StateEvent:
+        request = self.session.request_state(bin, size)
+        send, receive = trio.open_memory_channel[StateEvent](1)
+        self._state_waiters[bin] = send
+        try:
+            await self.conn.send(request, Priority.RETRIEVAL)
+            timeout = self.config.cursor_timeout
+            with trio.move_on_after(timeout):
+                return await receive.receive()
+            raise RemoteProtocolError(f"no state of bin {bin} at {size} within {timeout:g}s")
+        finally:
+            del self._state_waiters[bin]
+
     def _busy(self, key: StreamKey) -> bool:
         """A sync of the stream runs, its Unsubscribed is pending, or batches it left are open."""
         return key in self._offers or self.session.active(key) or self._incomplete(key) > 0
@@ -186,7 +246,7 @@ class PullSyncClient:
     def open_batches(self) -> int:
         return self.transfers.open_batches(self.overlay)
 
-    async def _answer(self, offer: OfferedHashes, priority: Priority) -> None:
+    async def _answer(self, offer: OfferedHashes | ProvenOffer, priority: Priority) -> None:
         wanted = self.transfers.offer(self.overlay, offer, self.intake.unwanted)
         want = WantedHashes.from_indices(offer.bin, offer.live, offer.start, offer.end, wanted)
         self.session.send(want)
@@ -211,7 +271,9 @@ class PullSyncClient:
 
     # -- messages from the upstream (the connection's reader) -------------------------------
 
-    async def receive(self, msg: CursorsReply | OfferedHashes | Unsubscribed | ChunkDelivery) -> None:
+    async def receive(
+        self, msg: CursorsReply | OfferedHashes | ProvenOffer | StateReply | Unsubscribed | ChunkDelivery
+    ) -> None:
         """Judge a message through the session and act on it; waits only while this peer's
         delivery intake is full (which stops the reader: backpressure)."""
         try:
@@ -219,12 +281,22 @@ class PullSyncClient:
         except RemoteProtocolError as exc:
             if exc.code == GoodbyeCode.UNSOLICITED_DELIVERY:
                 self.stats.add("unsolicited", 1, self.clock())
+            if self.takeover is not None:
+                self.takeover.keep_evidence()
             raise
         if isinstance(event, ChunkArrived):
             await self.deliveries.put(Chunk(event.address, event.delivery.data))
         elif isinstance(event, OfferReceived):
+            if self.takeover is not None:
+                self.takeover.offer_verified(event)
             # cannot block: the session allows at most OFFER_WINDOW unanswered offers
             self._offers[(event.offer.bin, event.offer.live)].send_nowait(event)
+        elif isinstance(event, StateAccepted | StateSuperseded):
+            if isinstance(event, StateAccepted) and event.latest and self.verifying is not None:
+                self.verifying.proofs.accept(self.overlay, event.state)
+            state_waiter = self._state_waiters.get(event.state.bin)
+            assert state_waiter is not None, "the session saw our request"
+            state_waiter.send_nowait(event)
         elif isinstance(event, CursorsReceived):
             waiter, self._cursors = self._cursors, None
             assert waiter is not None, "the session saw our request"
@@ -237,6 +309,8 @@ class PullSyncClient:
 
     def batch_completed(self, done: CompletedBatch) -> None:
         self._completed(done.bin, done.start, done.end)
+        if self.takeover is not None:
+            self.takeover.batch_completed(done)
         self._progress.unpark_all()
 
     def fetch_soon(self, address: bytes) -> None:

@@ -10,6 +10,11 @@ client's and the puller's business.
 `receive` returns what a message means (an event) or raises `RemoteProtocolError` naming the rule
 the peer broke and the Goodbye code for it (docs/protocol.md, section 8.2, "Violations"). `send`
 raises `LocalProtocolError` when this node itself would break a rule: a bug here, never the peer's.
+
+With ``logs`` (a `ProvenLogs`: this node verifies provable streams, `--provable-sync verify`) the
+session also holds the upstream to its signed states (section 8.6): every offer must be a
+`ProvenOffer` whose proof checks out, and every state it accepts must extend or be a prefix of
+the ones accepted before. Without, a `ProvenOffer` is taken for its entries and holes alone.
 """
 
 from __future__ import annotations
@@ -27,12 +32,17 @@ from streamer.messages import (
     CursorsRequest,
     GoodbyeCode,
     OfferedHashes,
+    ProvenOffer,
+    Receipt,
+    StateReply,
+    StateRequest,
     Subscribe,
     Unsubscribe,
     Unsubscribed,
     WantedHashes,
 )
 from syncer.intervals import MAX_ID
+from syncer.provable import ProvenLogs, StateAccepted, StateSuperseded
 
 __all__ = [
     "ChunkArrived",
@@ -41,6 +51,8 @@ __all__ = [
     "OfferCrossed",
     "OfferReceived",
     "SessionEvent",
+    "StateAccepted",
+    "StateSuperseded",
     "StreamKey",
     "UnsubscribeAcked",
     "stream_name",
@@ -67,19 +79,30 @@ class CursorsReceived:
     cursors: tuple[int, ...]
 
 
+Offer = OfferedHashes | ProvenOffer
+
+
 @dataclass(frozen=True, slots=True)
 class OfferReceived:
-    """An offer to answer, in order; `last` marks the final offer of a historical stream."""
+    """An offer to answer, in order; `last` marks the final offer of a historical stream.
 
-    offer: OfferedHashes
+    ``root``: the upstream's state at the offer's end, when the session verified its proof."""
+
+    offer: Offer
     last: bool
+    root: bytes | None = None
+
+    @property
+    def holes(self) -> list[int]:
+        """Entries the upstream cannot deliver: never to be wanted."""
+        return self.offer.hole_indices() if isinstance(self.offer, ProvenOffer) else []
 
 
 @dataclass(frozen=True, slots=True)
 class OfferCrossed:
     """An offer of a stream we are unsubscribing from: it crossed our Unsubscribe, ignore it."""
 
-    offer: OfferedHashes
+    offer: Offer
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +120,15 @@ class ChunkArrived:
     delivery: ChunkDelivery
 
 
-SessionEvent = CursorsReceived | OfferReceived | OfferCrossed | UnsubscribeAcked | ChunkArrived
+SessionEvent = (
+    CursorsReceived
+    | OfferReceived
+    | OfferCrossed
+    | UnsubscribeAcked
+    | ChunkArrived
+    | StateAccepted
+    | StateSuperseded
+)
 
 
 class _Phase(Enum):
@@ -109,7 +140,7 @@ class _Phase(Enum):
 class _Stream:
     end: int  # the subscription's last bin ID (0: live, open-ended)
     next_start: int  # where the next offer must start
-    unanswered: deque[OfferedHashes]
+    unanswered: deque[Offer]
     phase: _Phase = _Phase.SUBSCRIBED
     offered_all: bool = False  # historical: its last offer has arrived
 
@@ -117,10 +148,18 @@ class _Stream:
 class DownstreamSession:
     """The pulling side of one connection: judges every pull-sync message both ways."""
 
-    def __init__(self, upstream: bytes, handshake_epoch: int, *, window: int = OFFER_WINDOW) -> None:
+    def __init__(
+        self,
+        upstream: bytes,
+        handshake_epoch: int,
+        *,
+        window: int = OFFER_WINDOW,
+        logs: ProvenLogs | None = None,
+    ) -> None:
         self.upstream = upstream  # its overlay: an offered chunk must lie in the stream's bin of it
         self.handshake_epoch = handshake_epoch
         self.window = window
+        self.logs = logs  # None: this node does not verify provable streams
         self.epoch: int | None = None  # from the first cursors reply
         self._replied = [0] * BINS  # cursors of the last reply: they never go back
         self._cursors = [0] * BINS  # highest bin ID known, from replies and offers
@@ -159,9 +198,18 @@ class DownstreamSession:
 
     # -- what we send -----------------------------------------------------------------------
 
-    def send(self, msg: CursorsRequest | Subscribe | Unsubscribe | WantedHashes) -> None:
+    def request_state(self, bin: int, size: int) -> StateRequest:
+        """The `StateRequest` to send for the upstream's state of ``bin`` at ``size`` (verifying)."""
+        if self.logs is None:
+            raise LocalProtocolError("this session does not verify provable streams")
+        return self.logs.request(bin, size)
+
+    def send(self, msg: CursorsRequest | Subscribe | Unsubscribe | WantedHashes | Receipt) -> None:
         """Record a message we are about to send; `LocalProtocolError` if it breaks a rule."""
-        if isinstance(msg, WantedHashes):
+        if isinstance(msg, Receipt):
+            if self.logs is None:
+                raise LocalProtocolError("a receipt from a session that verifies nothing")
+        elif isinstance(msg, WantedHashes):
             self._send_want(msg)
         elif isinstance(msg, Subscribe):
             self._send_subscribe(msg)
@@ -183,6 +231,8 @@ class DownstreamSession:
                 f"subscribe to {stream_name(*key)} up to {msg.end}, beyond the known cursor "
                 f"{self._cursors[msg.bin]}"
             )
+        if self.logs is not None:
+            self.logs.subscribe(msg.bin, msg.live, msg.start, msg.end)
         self._streams[key] = _Stream(end=msg.end, next_start=msg.start, unanswered=deque())
 
     def _send_unsubscribe(self, msg: Unsubscribe) -> None:
@@ -192,6 +242,8 @@ class DownstreamSession:
             raise LocalProtocolError(f"unsubscribe from {stream_name(*key)}, which is not subscribed")
         stream.phase = _Phase.UNSUBSCRIBING
         stream.unanswered.clear()  # the upstream forgets them too
+        if self.logs is not None:
+            self.logs.unsubscribe(*key)
 
     def _send_want(self, msg: WantedHashes) -> None:
         key = (msg.bin, msg.live)
@@ -209,20 +261,30 @@ class DownstreamSession:
             raise LocalProtocolError(
                 f"want sets bit {indices[-1]}, the offer carried {len(offer.hashes)} hashes"
             )
+        if isinstance(offer, ProvenOffer) and set(indices) & set(offer.hole_indices()):
+            raise LocalProtocolError(f"want for {stream_name(*key)} asks for an entry marked as a hole")
         stream.unanswered.popleft()
         if indices:
             self._wanted[(msg.bin, msg.live, msg.start)] = {i: offer.hashes[i] for i in indices}
         if stream.offered_all and not stream.unanswered:
             del self._streams[key]  # the historical stream is over
+            if self.logs is not None:
+                self.logs.unsubscribe(*key)
 
     # -- what the peer sends ----------------------------------------------------------------
 
-    def receive(self, msg: CursorsReply | OfferedHashes | Unsubscribed | ChunkDelivery) -> SessionEvent:
+    def receive(
+        self, msg: CursorsReply | OfferedHashes | ProvenOffer | StateReply | Unsubscribed | ChunkDelivery
+    ) -> SessionEvent:
         """Judge a message from the upstream; returns what it means."""
         if isinstance(msg, ChunkDelivery):
             return self._receive_delivery(msg)
-        if isinstance(msg, OfferedHashes):
+        if isinstance(msg, OfferedHashes | ProvenOffer):
             return self._receive_offer(msg)
+        if isinstance(msg, StateReply):
+            if self.logs is None:
+                raise RemoteProtocolError(f"state of bin {msg.state.bin} nobody asked for")
+            return self.logs.on_reply(msg)
         if isinstance(msg, CursorsReply):
             return self._receive_cursors(msg)
         if isinstance(msg, Unsubscribed):
@@ -244,6 +306,12 @@ class DownstreamSession:
                 raise RemoteProtocolError(
                     f"cursor of bin {bin} went back from {self._replied[bin]} to {cursor}"
                 )
+            if self.logs is not None and cursor < self.logs.latest_size(bin):
+                raise RemoteProtocolError(
+                    f"cursor of bin {bin} is {cursor} (stale), below the state at "
+                    f"{self.logs.latest_size(bin)} the upstream signed",
+                    GoodbyeCode.INCONSISTENT_STATE,
+                )
         self._cursors_asked = False
         self.epoch = msg.epoch
         for bin, cursor in enumerate(cursors):
@@ -253,7 +321,7 @@ class DownstreamSession:
             self._cursors[bin] = max(self._cursors[bin], cursor)
         return CursorsReceived(msg.epoch, tuple(self._cursors))
 
-    def _receive_offer(self, msg: OfferedHashes) -> OfferReceived | OfferCrossed:
+    def _receive_offer(self, msg: Offer) -> OfferReceived | OfferCrossed:
         key = (msg.bin, msg.live)
         stream = self._streams.get(key)
         if stream is not None and stream.phase is _Phase.UNSUBSCRIBING:
@@ -268,18 +336,31 @@ class DownstreamSession:
         if len(stream.unanswered) >= self.window:
             raise RemoteProtocolError(f"more than {self.window} unanswered offers for {stream_name(*key)}")
         self._check_bin(msg)
+        root = None
+        if self.logs is not None:
+            if not isinstance(msg, ProvenOffer):
+                raise RemoteProtocolError(
+                    f"offer [{msg.start}, {msg.end}] for {stream_name(*key)} comes without a proof: this "
+                    "node verifies provable streams",
+                    GoodbyeCode.BAD_PROOF,
+                )
+            root = self.logs.check_offer(msg).root
         stream.unanswered.append(msg)
         stream.next_start = msg.end + 1
         self._cursors[msg.bin] = max(self._cursors[msg.bin], msg.end)
         last = not msg.live and msg.end == stream.end
         stream.offered_all = last
-        return OfferReceived(msg, last)
+        return OfferReceived(msg, last, root)
 
-    def _check_bin(self, msg: OfferedHashes) -> None:
+    def _check_bin(self, msg: Offer) -> None:
         """Every offered hash must be in the stream's bin of the upstream's pull index: the sync
         rule pulls only bins whose chunks this node is responsible for, so a hash from elsewhere
-        is junk the peer wants stored here."""
-        for address in msg.hashes:
+        is junk the peer wants stored here. (A proven offer's holes are never wanted, and may be
+        a lost entry's zero address: not checked.)"""
+        holes = set(msg.hole_indices()) if isinstance(msg, ProvenOffer) else set()
+        for index, address in enumerate(msg.hashes):
+            if index in holes:
+                continue
             po = min(proximity(address, self.upstream), MAX_PO)
             if po != msg.bin:
                 raise RemoteProtocolError(
@@ -307,4 +388,3 @@ class DownstreamSession:
         if not wanted:
             del self._wanted[offer]
         return ChunkArrived(address, msg)
-

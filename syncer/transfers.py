@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from streamer.messages import OfferedHashes
+from streamer.messages import OfferedHashes, ProvenOffer
 from syncer.batches import BatchTracker, CompletedBatch, Rerequest
 
 __all__ = ["BatchListener", "Transfers"]
@@ -47,10 +47,14 @@ class Transfers:
             return
         self._rerequest(self.tracker.peer_gone(peer))
 
-    def offer(self, peer: bytes, offer: OfferedHashes, is_stored: Callable[[bytes], bool]) -> list[int]:
-        """Register `peer`'s offer; returns the indices to want (a complete batch is reported)."""
+    def offer(
+        self, peer: bytes, offer: OfferedHashes | ProvenOffer, is_stored: Callable[[bytes], bool]
+    ) -> list[int]:
+        """Register `peer`'s offer; returns the indices to want (a complete batch is reported).
+        A proven offer's holes are never wanted."""
+        holes = frozenset(offer.hole_indices()) if isinstance(offer, ProvenOffer) else frozenset()
         decision = self.tracker.offer(
-            peer, offer.bin, offer.live, offer.start, offer.end, offer.hashes, is_stored
+            peer, offer.bin, offer.live, offer.start, offer.end, offer.hashes, is_stored, holes
         )
         if decision.completed is not None:
             self._completed(decision.completed)

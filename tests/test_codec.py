@@ -31,13 +31,18 @@ from streamer import (
     Peers,
     Ping,
     Pong,
+    ProvenOffer,
     PushDelivery,
     PushFailure,
     PushReceipt,
+    Receipt,
     RemoteProtocolError,
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
+    SignedState,
+    StateReply,
+    StateRequest,
     Subscribe,
     Unsubscribe,
     Unsubscribed,
@@ -89,6 +94,47 @@ GOLDEN = [
         "00000023 15 02 01 000000000000000a 000000000000000b 0902" + " 00" * 14,
     ),
     (ChunkDelivery(2, True, 10, 1, CHUNK), "00000017 16 02 01 000000000000000a 01 0300000000000000 666f6f"),
+    (StateRequest(4, 300, 128), "00000012 18 04 000000000000012c 0000000000000080"),
+    (
+        StateReply(SignedState(4, 5, 3, b"\x11" * 32, b"\x22" * 64), 2, (b"\xaa" * 32, b"\xbb" * 32)),
+        "000000ba 19 04 0000000000000005 0000000000000003"
+        + " 11" * 32
+        + " 22" * 64
+        + " 0000000000000002"
+        + " aa" * 32
+        + " bb" * 32,
+    ),
+    (
+        ProvenOffer(
+            2,
+            True,
+            10,
+            11,
+            (b"\xaa" * 32, b"\xbb" * 32),
+            b"\x02" + bytes(15),
+            SignedState(2, 5, 11, b"\x11" * 32, b"\x22" * 64),
+        ),
+        "000000cb 1a 02 01 000000000000000a 000000000000000b 02"
+        + " 00" * 15
+        + " aa" * 32
+        + " bb" * 32
+        + " 0000000000000005"
+        + " 11" * 32
+        + " 22" * 64,
+    ),
+    (
+        ProvenOffer(2, False, 10, 10, (b"\xaa" * 32,), bytes(16), None, (b"\xcc" * 32,), (b"\xdd" * 32,)),
+        "00000084 1a 02 00 000000000000000a 000000000000000a"
+        + " 00" * 16
+        + " aa" * 32
+        + " 01"
+        + " cc" * 32
+        + " dd" * 32,
+    ),
+    (
+        Receipt(4, 5, 1, 300, b"\x11" * 32, b"\x22" * 64),
+        "0000007a 1b 04 0000000000000005 0000000000000001 000000000000012c" + " 11" * 32 + " 22" * 64,
+    ),
     (RetrieveRequest(7, b"\xcc" * 32, 3), "0000002a 20 0000000000000007" + " cc" * 32 + " 03"),
     (RetrieveDelivery(7, CHUNK), "00000014 21 0000000000000007 0300000000000000 666f6f"),
     (RetrieveFailure(7, "not found"), "00000014 22 0000000000000007 0009 6e6f7420666f756e64"),
@@ -496,6 +542,29 @@ MALFORMED = [
         True,
     ),
     (0x30, b"\x00", r"malformed Peers .*field count needs 2", False),
+    (0x18, b"\x04" + _u64(1), r"malformed StateRequest body .*bin/size/known needs 17", False),
+    (0x18, b"\x04" + _u64(0, 0), r"invalid StateRequest from peer: StateRequest\.size must be >= 1", True),
+    (0x19, bytes(121) + b"\x00", r"malformed StateReply .*proof take 1 bytes", False),
+    (0x1A, b"\x02\x00" + _u64(1, 200) + bytes(16), r"range \[1, 200\] is not 1\.\.128 bin IDs", False),
+    (
+        0x1A,
+        b"\x02\x00" + _u64(1, 1) + b"\x02" + bytes(15) + bytes(32) + b"\x00",
+        r"ProvenOffer\.holes marks entries beyond the 1 offered",
+        True,
+    ),
+    (
+        0x1A,
+        b"\x02\x01" + _u64(1, 1) + bytes(16) + bytes(32) + bytes(10),
+        r"malformed ProvenOffer .*field epoch/root/signature needs 104",
+        False,
+    ),
+    (
+        0x1A,
+        b"\x02\x00" + _u64(1, 1) + bytes(16) + bytes(32) + b"\x02" + bytes(32),
+        r"malformed ProvenOffer .*field left \(2 x 32\) needs 64",
+        False,
+    ),
+    (0x1B, b"\x04", r"malformed Receipt body \(1 bytes\): field bin..signature needs 121", False),
 ]
 
 
@@ -527,9 +596,12 @@ def test_example_frames_in_the_protocol_document_decode_and_reencode() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
     examples = doc.split("## 11. Example frames", 1)[1]
     frames = [bytes.fromhex(line) for line in examples.splitlines() if re.fullmatch(r"  [0-9a-f ]+", line)]
-    assert len(frames) == 10
+    assert len(frames) == 12
     for wire in frames:
         assert encode(decode(wire)) == wire
     assert decode(frames[0]) == Hello(bytes(range(32)))
     assert decode(frames[5]) == Unsubscribed(4, True)
     assert decode(frames[6]) == WantedHashes.from_indices(2, True, 10, 11, [0, 3, 9])
+    assert decode(frames[10]) == StateRequest(4, 300, 128)
+    offer = decode(frames[11])
+    assert isinstance(offer, ProvenOffer) and offer.hole_indices() == [1] and offer.right == (b"\xcc" * 32,)

@@ -52,16 +52,21 @@ from streamer.messages import (
     Peers,
     Ping,
     Pong,
+    ProvenOffer,
+    StateRequest,
     Subscribe,
     Unsubscribe,
     Unsubscribed,
     WantedHashes,
 )
+from streamer.states import StateSigner
 from swarm import testing
 from swarm.config import NodeConfig
 from swarm.node import Node
 from swarm.testing import NodeProcess, poll, preload, random_chunks, start_node, wait_for
+from syncer.proving import proven_offer, state_reply
 from syncer.pullsync import PullerConfig
+from tests.memory_log import MemoryLog
 
 HISTORY = random_chunks(300, seed=101)
 LIVE = random_chunks(60, seed=102)
@@ -111,6 +116,10 @@ class HostilePeer:
         self.target_nonce: bytes | None = None  # what we must sign ours over (its Hello)
         self.target: Handshake | None = None
         self._unread: list[Message] = []  # read ahead by handshake(), handed out first
+        self.seen: list[Message] = []  # everything received, in order
+        # as an upstream of provable streams (targets verify them by default): its bin log
+        self.log = MemoryLog()
+        self.signer = StateSigner(self.identity, self.identity.overlay(1))
 
     @classmethod
     async def connect(cls, port: int, identity: NodeIdentity | None = None) -> HostilePeer:
@@ -154,6 +163,27 @@ class HostilePeer:
     async def send(self, msg: Message) -> None:
         await self.stream.send_all(encode(msg))
 
+    # -- a provable upstream (docs/protocol.md 8.6), from its log ---------------------------------
+
+    def offer(self, bin: int, live: bool, start: int, end: int, *, anchor: int = 0) -> ProvenOffer:
+        """The proven offer of bin IDs [start, end] of its log: live with the signed state at
+        `end`, historical proven against the state at `anchor` (the subscription's end)."""
+        addresses = self.log.bins[bin][start - 1 : end]
+        if live:
+            state = self.signer.state(bin, HOSTILE_EPOCH, end, self.log.root(bin, end))
+            return proven_offer(self.log, bin, start, end, addresses, [], live_state=state)
+        return proven_offer(self.log, bin, start, end, addresses, [], anchor=anchor, first=start == 1)
+
+    async def answer_state_request(self) -> StateRequest:
+        """Answer the target's next state request honestly, from the log."""
+        request = await self.receive_until(lambda m: isinstance(m, StateRequest))
+        assert isinstance(request, StateRequest)
+        state = self.signer.state(
+            request.bin, HOSTILE_EPOCH, request.size, self.log.root(request.bin, request.size)
+        )
+        await self.send(state_reply(self.log, request, state))
+        return request
+
     async def send_raw(self, data: bytes) -> None:
         await self.stream.send_all(data)
 
@@ -164,6 +194,7 @@ class HostilePeer:
         while True:
             msg = self.decoder.next_message()
             if msg is not None:
+                self.seen.append(msg)
                 return msg
             data = await self.stream.receive_some(65536)
             if not data:
@@ -336,14 +367,20 @@ async def overlay_not_from_key(h: HostilePeer) -> Expect:
     return Expect(GoodbyeCode.BAD_HANDSHAKE, handshaken=False)
 
 
-async def play_upstream_until_subscribed(h: HostilePeer, cursor: int) -> Subscribe:
-    """Handshake, answer the target's cursors request (bin FORGED_BIN holds `cursor` chunks) and
-    wait for its historical subscription to that bin."""
+async def play_upstream_until_subscribed(
+    h: HostilePeer, cursor: int, entries: tuple[Chunk, ...] | None = None
+) -> Subscribe:
+    """Handshake, answer the target's cursors request (bin FORGED_BIN holds `cursor` chunks:
+    `entries`, by default the peer's own first ones), then its state request (the target anchors
+    its live stream to our signed state at the cursor), and wait for its historical subscription
+    to that bin."""
+    h.log.bins[FORGED_BIN] = [c.address for c in (entries or h.chunks[:cursor])]
     await h.handshake()
     await h.receive_until(lambda m: isinstance(m, CursorsRequest))
     cursors = [0] * BIN_COUNT
     cursors[FORGED_BIN] = cursor
     await h.send(CursorsReply(epoch=HOSTILE_EPOCH, cursors=tuple(cursors)))
+    await h.answer_state_request()
     sub = await h.receive_until(lambda m: isinstance(m, Subscribe) and not m.live)
     assert isinstance(sub, Subscribe)
     assert (sub.bin, sub.start, sub.end) == (FORGED_BIN, 1, cursor)
@@ -358,9 +395,9 @@ async def receive_want(h: HostilePeer) -> WantedHashes:
 
 async def play_upstream_until_wanted(h: HostilePeer, *claimed: Chunk) -> WantedHashes:
     """Be an honest upstream of `claimed` in FORGED_BIN, up to the target's want for them all."""
-    await play_upstream_until_subscribed(h, len(claimed))
+    await play_upstream_until_subscribed(h, len(claimed), claimed)
     end = len(claimed)
-    await h.send(OfferedHashes(FORGED_BIN, False, 1, end, tuple(c.address for c in claimed)))
+    await h.send(h.offer(FORGED_BIN, False, 1, end, anchor=end))
     want = await receive_want(h)
     assert (want.bin, want.live, want.start, want.end) == (FORGED_BIN, False, 1, end)
     assert want.wanted_indices() == list(range(len(claimed)))
@@ -908,15 +945,14 @@ async def test_third_unanswered_offer_is_a_violation(tmp_path: Path) -> None:
         async with trio.open_nursery() as nursery:
             target = await start_node(nursery, node_config(tmp_path / "target", api_port=None))
             h = await HostilePeer.connect(target.p2p_port)
-            hashes = [c.address for c in h.chunks[:5]]
             try:
                 await play_upstream_until_subscribed(h, 5)
                 for i in range(2):
-                    await h.send(OfferedHashes(FORGED_BIN, False, i + 1, i + 1, (hashes[i],)))
+                    await h.send(h.offer(FORGED_BIN, False, i + 1, i + 1, anchor=5))
                     want = await receive_want(h)
                     assert want.start == i + 1 and want.wanted_indices() == [0]
                 for i in range(2, 5):
-                    await h.send(OfferedHashes(FORGED_BIN, False, i + 1, i + 1, (hashes[i],)))
+                    await h.send(h.offer(FORGED_BIN, False, i + 1, i + 1, anchor=5))
                 goodbye = None
                 with trio.move_on_after(2):
                     goodbye = await h.goodbye_then_eof()
@@ -1118,7 +1154,8 @@ async def test_cursors_reply_overtaken_by_a_live_offer_is_not_a_violation(tmp_pa
                     cursors = [0] * BIN_COUNT
                     cursors[FORGED_BIN] = i
                     reply = CursorsReply(epoch=HOSTILE_EPOCH, cursors=tuple(cursors))
-                    offer = OfferedHashes(FORGED_BIN, True, i + 1, i + 1, (chunk.address,))
+                    h.log.append(FORGED_BIN, chunk.address)
+                    offer = h.offer(FORGED_BIN, True, i + 1, i + 1)
                     await h.send_raw(encode(reply) + encode(offer))
                     want = await receive_want(h)
                     assert (want.live, want.start, want.wanted_indices()) == (True, i + 1, [0])

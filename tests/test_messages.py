@@ -31,12 +31,17 @@ from streamer import (
     Peers,
     Ping,
     Pong,
+    ProvenOffer,
     PushDelivery,
     PushFailure,
     PushReceipt,
+    Receipt,
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
+    SignedState,
+    StateReply,
+    StateRequest,
     Subscribe,
     Unsubscribe,
     Unsubscribed,
@@ -96,6 +101,33 @@ def subscribes(draw: st.DrawFn) -> Subscribe:
 
 
 peer_records = st.builds(PeerRecord, u64, text(MAX_HOST_SIZE), u16, keys32, sigs64)
+signed_states = st.builds(SignedState, bins, u64, u64, hashes32, sigs64)
+
+
+@st.composite
+def proven_offers(draw: st.DrawFn) -> ProvenOffer:
+    count = draw(st.integers(1, MAX_BATCH_SIZE))
+    start = draw(st.integers(1, U64_MAX - count + 1))
+    end = start + count - 1
+    bin, live = draw(bins), draw(st.booleans())
+    holes = sorted(draw(st.sets(st.integers(0, count - 1), max_size=8)))
+    mask = bytearray(16)
+    for i in holes:
+        mask[i >> 3] |= 1 << (i & 7)
+    hashes = tuple(draw(st.lists(hashes32, min_size=count, max_size=count)))
+    if live:
+        state = SignedState(bin, draw(u64), end, draw(hashes32), draw(sigs64))
+        return ProvenOffer(bin, True, start, end, hashes, bytes(mask), state)
+    left = tuple(draw(st.lists(hashes32, max_size=64)))
+    right = tuple(draw(st.lists(hashes32, max_size=128)))
+    return ProvenOffer(bin, False, start, end, hashes, bytes(mask), None, left, right)
+
+
+@st.composite
+def receipts(draw: st.DrawFn) -> Receipt:
+    start, end = draw(stream_ranges())
+    return Receipt(draw(bins), draw(u64), start, end, draw(hashes32), draw(sigs64))
+
 
 STRATEGIES: dict[type, st.SearchStrategy] = {
     Hello: st.builds(Hello, st.binary(min_size=32, max_size=32)),
@@ -113,6 +145,10 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     ChunkDelivery: st.builds(
         ChunkDelivery, bins, st.booleans(), st.integers(1, U64_MAX), st.integers(0, 127), chunk_data
     ),
+    StateRequest: st.builds(StateRequest, bins, st.integers(1, U64_MAX), u64),
+    StateReply: st.builds(StateReply, signed_states, u64, st.lists(hashes32, max_size=192).map(tuple)),
+    ProvenOffer: proven_offers(),
+    Receipt: receipts(),
     RetrieveRequest: st.builds(RetrieveRequest, u64, hashes32, u8),
     RetrieveDelivery: st.builds(RetrieveDelivery, u64, chunk_data),
     RetrieveFailure: st.builds(RetrieveFailure, u64, text(MAX_REASON_SIZE)),
@@ -148,6 +184,10 @@ def test_type_codes_are_distinct_and_documented_values() -> None:
         "WantedHashes": 0x15,
         "ChunkDelivery": 0x16,
         "Unsubscribed": 0x17,
+        "StateRequest": 0x18,
+        "StateReply": 0x19,
+        "ProvenOffer": 0x1A,
+        "Receipt": 0x1B,
         "RetrieveRequest": 0x20,
         "RetrieveDelivery": 0x21,
         "RetrieveFailure": 0x22,
@@ -172,6 +212,8 @@ def test_goodbye_codes() -> None:
         ("DUPLICATE_CONNECTION", 8),
         ("PRUNED", 9),
         ("OVERLOADED", 10),
+        ("BAD_PROOF", 11),
+        ("INCONSISTENT_STATE", 12),
     ]
 
 

@@ -109,6 +109,7 @@ def test_a_hole_is_written_in_place_keeping_its_address(tmp_path: Path) -> None:
     index.punch(2, 2)
     index.close()
     raw = (tmp_path / pull_file_name(2)).read_bytes()
+    # the address stays: the bin's log keeps a leaf for every bin ID (localstore/binlog.py)
     assert raw[ENTRY_SIZE : 2 * ENTRY_SIZE] == address(1) + HOLE_SLOT.to_bytes(6, "big") + bytes(2)
     assert raw[2 * ENTRY_SIZE : 2 * ENTRY_SIZE + 32] == address(2)
 
