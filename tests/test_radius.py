@@ -46,7 +46,7 @@ async def test_the_worker_raises_the_radius_in_bounded_batches_and_lowers_it_ste
     with LocalStore(tmp_path / "s", OVERLAY) as store:
         store.put_many(pool)
         counting = CountingStore(store)
-        reserve = Reserve(counting, 100)  # type: ignore[arg-type]
+        reserve = Reserve(counting, 100)
         needed = storage_radius(reserve.counts(), 100)
         worker = ReserveWorker(
             reserve,
