@@ -70,6 +70,7 @@ DEPTH_SETTLE = 60.0
 """Seconds the depth must hold before the storage radius is capped by it (see _known_depth): a
 neighbour that restarts, or peers still connecting, must not make the reserve churn."""
 
+
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
 
@@ -226,6 +227,7 @@ class Node:
             push=self.pushsync.push,
             responsible=self._responsible,
             has_peers=lambda: bool(self.sessions.peers),
+            released=self.reserve_worker.wake,
             workers=config.push_workers,
         )
         self.reserve.add_holder(self.pusher)
@@ -373,6 +375,7 @@ class Node:
                 cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
                 live_idle=self.config.live_idle,
                 provable=self.proofs.provable(),
+                unwanted=self.offer_leases.release_all,
             ),
             client=client,
             requests=requests,
