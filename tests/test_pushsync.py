@@ -116,6 +116,7 @@ async def test_an_upload_is_held_until_its_receipt_then_evictable(
         store.put_many(data)
         tag = pusher.new_tag()
         pusher.add(tag, [c.address for c in data])
+        assert all(c.address in pusher for c in data), "while the upload runs, all its chunks are held"
         pusher.finish(tag, data[0].address, [c.address for c in data])
         assert tag.synced == 1, "the chunk of its own neighbourhood is signed for at once"
         assert all(c.address in pusher for c in data[1:]) and data[0].address not in pusher
