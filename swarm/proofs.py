@@ -42,7 +42,7 @@ class ProofsSnapshot:
     flushes: int
     equivocations: int
     recent_equivocations: tuple[StateEquivocation, ...]
-    receipts: tuple[KeptReceipt, ...]  # the latest receipt of each downstream and bin
+    receipts: tuple[KeptReceipt, ...]  # the latest of each downstream, bin and taken-over run
 
 
 class NodeProofs:

@@ -50,7 +50,7 @@ def _state(state: SignedState | None) -> dict[str, Any] | None:
 
 
 def _receipts(stats: NodeStatistics, downstream: bytes) -> list[dict[str, Any]]:
-    """The latest receipt of each bin a downstream sent us: the range of our log it took over."""
+    """The latest receipts a downstream sent us, per bin and run: the ranges of our log it took over."""
     kept = stats.proofs.receipts if stats.proofs else ()
     return [
         {"bin": k.receipt.bin, "start": k.receipt.start, "end": k.receipt.end, "root": k.receipt.root.hex()}

@@ -2,8 +2,9 @@
 
 As a downstream, per upstream and bin: the latest state of its log this node accepted (so the
 next connection proves its states against it), and the bin IDs taken over from it (what this
-node's receipts cover). As an upstream, per downstream and bin: the latest receipt it sent, with
-its public key (so the receipt can be checked anywhere). And the pairs of states of one size
+node's receipts cover). As an upstream, per downstream and bin: the latest receipt it sent for
+each run it took over (syncer/receipts.py: one, unless it never got some chunks), with its
+public key (so the receipt can be checked anywhere). And the pairs of states of one size
 with different roots an upstream signed (equivocations). Once a bin is synced each of these is one
 value per peer and bin: the storage does not grow with the chunks, only with the peers.
 
@@ -11,7 +12,8 @@ Key layout (``peer`` length-prefixed as in syncer/interval_store.py)::
 
     b"ps/" + len(peer) + peer + bin   ->  accepted state: bin, epoch, size, root, signature (113)
     b"pt/" + len(peer) + peer + bin   ->  epoch (8) || taken-over Intervals.to_bytes()
-    b"pr/" + len(peer) + peer + bin   ->  public key (32) || receipt: bin, epoch, start, end, root, sig
+    b"pr/" + len(peer) + peer + bin + start (8)  ->  public key (32) || receipt: bin, epoch, start,
+                                                   end, root, signature
     b"pe/" + sequence (8)             ->  upstream (32) || public key (32) || two states (113 each)
 
 Pure: the state store is handed in (the local store implements it).
@@ -20,6 +22,7 @@ Pure: the state store is handed in (the local store implements it).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from streamer.messages import Receipt, SignedState
@@ -115,19 +118,36 @@ class ProofStore:
 
     # -- as an upstream -----------------------------------------------------------------------
 
-    def keep_receipt(self, downstream: bytes, public_key: bytes, receipt: Receipt) -> None:
+    def keep_receipt(
+        self, downstream: bytes, public_key: bytes, receipt: Receipt, drop: Iterable[Receipt] = ()
+    ) -> None:
+        """Keep ``receipt`` and forget the receipts ``drop`` of the same downstream, in one write."""
         r = receipt
         raw = public_key + _RECEIPT.pack(r.bin, r.epoch, r.start, r.end, r.root, r.signature)
-        self._state.put_state(b"pr/" + _peer(downstream) + bytes((r.bin,)), raw)
+        prefix = b"pr/" + _peer(downstream)
+        key = prefix + bytes((r.bin,)) + r.start.to_bytes(8, "big")
+        deletes = {prefix + bytes((d.bin,)) + d.start.to_bytes(8, "big") for d in drop}
+        deletes.add(prefix + bytes((r.bin,)))  # one receipt per bin, before runs were kept apart
+        deletes.discard(key)  # a run's new receipt replaces its last under the same key
+        self._state.write_state_batch({key: raw}, deletes)
 
-    def receipt(self, downstream: bytes, bin: int) -> KeptReceipt | None:
-        raw = self._state.get_state(b"pr/" + _peer(downstream) + bytes((bin,)))
-        return None if raw is None else KeptReceipt(downstream, raw[:32], Receipt(*_RECEIPT.unpack(raw[32:])))
+    def drop_receipts(self, downstream: bytes, drop: Iterable[Receipt]) -> None:
+        prefix = b"pr/" + _peer(downstream)
+        self._state.write_state_batch(
+            {}, [prefix + bytes((d.bin,)) + d.start.to_bytes(8, "big") for d in drop]
+        )
+
+    def receipts_of(self, downstream: bytes, bin: int) -> list[KeptReceipt]:
+        """The receipts kept of ``downstream`` for ``bin``, one per run it took over, by start."""
+        return self._receipts(b"pr/" + _peer(downstream) + bytes((bin,)))
 
     def receipts(self) -> list[KeptReceipt]:
-        """Every kept receipt, by downstream and bin."""
+        """Every kept receipt, by downstream, bin and start."""
+        return self._receipts(b"pr/")
+
+    def _receipts(self, prefix: bytes) -> list[KeptReceipt]:
         found = []
-        for key, raw in self._state.iter_state(b"pr/"):
+        for key, raw in self._state.iter_state(prefix):
             downstream = key[4 : 4 + key[3]]
             found.append(KeptReceipt(downstream, raw[:32], Receipt(*_RECEIPT.unpack(raw[32:]))))
         return found

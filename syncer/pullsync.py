@@ -88,8 +88,8 @@ class PullerConfig:
     batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
     cursor_timeout: float = 30.0
     cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag
-    # verifying: at most one receipt per bin this often; the latest covers what the ones it
-    # replaces did (fewer signatures here and checks at the upstream)
+    # verifying: receipts of a bin at most this often; the latest of a taken-over run covers
+    # what the ones it replaces did (fewer signatures here and checks at the upstream)
     receipt_interval: float = 1.0
 
 

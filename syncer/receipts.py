@@ -3,20 +3,27 @@
 After the chunks it wanted of a batch are stored, the downstream signs a `Receipt` for the range
 of the upstream's log it has taken over, ending with the batch: the bin IDs from the start of
 its contiguous taken-over interval to the batch's end, and the upstream's state at that end. A
-range is taken over once every entry in it is stored here, holes included: an entry the upstream
-marked as a hole (it could not deliver it) and this node does not hold is *not* taken over, so a
-receipt never covers a chunk this node never got. Once history is synced, the interval is
-``[1, latest]`` and each receipt replaces the last: one receipt per peer and bin.
+range is taken over once every entry in it is stored here when its batch completes, holes
+included: an entry this node does not hold then is *not* taken over, whether the upstream marked
+it as a hole (it could not deliver it) or this node did not want it (outside its storage radius),
+so a receipt never covers a chunk this node never got. A receipt says the chunks were stored
+here, not that they still are: the reserve may evict them later, when the radius rises. Once
+history is synced with nothing missing, the interval is ``[1, latest]`` and each receipt
+replaces the last: one receipt per peer and bin.
 
 The upstream checks a receipt (its signature under the downstream's key, its epoch, the root its
-own log has at the receipt's end) and keeps the latest per downstream and bin, unless the new one
-covers nothing the kept one does not (receipts for disjoint ranges arrive in any order while
-history and live sync run side by side).
+own log has at the receipt's end) and keeps, per downstream and bin, one receipt per run the
+downstream took over (`merge_receipt`): a new receipt replaces the kept ones it covers, and is
+not kept if a kept one covers it (receipts for disjoint ranges arrive in any order while history
+and live sync run side by side). Runs stay apart only where the downstream lacks an entry's
+chunk (a hole it never got: the upstream evicted the chunk first): without them, a receipt for
+the run after such a gap would replace the one before it, and the upstream could no longer show
+that the chunks before the gap were taken over. At most `MAX_RUNS` are kept (the lowest go).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, Receipt
@@ -24,7 +31,10 @@ from streamer.states import verify_receipt
 from syncer.intervals import Intervals
 from syncer.proving import Log
 
-__all__ = ["check_receipt", "replaces", "take_over"]
+__all__ = ["MAX_RUNS", "check_receipt", "merge_receipt", "take_over"]
+
+MAX_RUNS = 16
+"""Receipts kept per downstream and bin: one per taken-over run, the highest runs."""
 
 
 def take_over(taken: Intervals, start: int, end: int, missing: Iterable[int]) -> int | None:
@@ -63,6 +73,17 @@ def check_receipt(log: Log, upstream: bytes, epoch: int, public_key: bytes, rece
         raise RemoteProtocolError(f"{where}: bad signature", GoodbyeCode.BAD_PROOF)
 
 
-def replaces(kept: Receipt | None, new: Receipt) -> bool:
-    """Whether ``new`` is kept instead of ``kept``: unless it covers only what ``kept`` covers."""
-    return kept is None or not (kept.start <= new.start and new.end <= kept.end)
+def merge_receipt(kept: Sequence[Receipt], new: Receipt, limit: int = MAX_RUNS) -> tuple[bool, list[Receipt]]:
+    """Whether to keep ``new`` beside ``kept`` (one downstream's receipts of one bin), and which
+    of ``kept`` to drop: those ``new`` covers, and then the lowest beyond ``limit``. Nothing
+    changes if a kept receipt covers ``new``."""
+    if any(_covers(k, new) for k in kept):
+        return False, []
+    drop = [k for k in kept if _covers(new, k)]
+    candidates = sorted([k for k in kept if not _covers(new, k)] + [new], key=lambda k: (k.start, k.end))
+    gone = candidates[: max(0, len(candidates) - limit)]
+    return all(k is not new for k in gone), drop + [k for k in gone if k is not new]
+
+
+def _covers(a: Receipt, b: Receipt) -> bool:
+    return a.start <= b.start and b.end <= a.end

@@ -15,7 +15,7 @@ With `Provable` (this node keeps bin logs: `--provable-sync sign` or `verify`) t
 provable (docs/protocol.md 8.6): every offer is a `ProvenOffer` of every entry of its range, its
 holes marked, with the signed state at its end (live) or the proof against the subscription's end
 (historical); state requests are answered with signed states and consistency proofs, and the
-downstream's receipts are checked and the latest per bin kept.
+downstream's receipts are checked and the latest per bin (and taken-over run) kept.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from streamer.outbox import Priority
 from syncer.offers import StreamOffers
 from syncer.proof_store import ProofStore
 from syncer.proving import check_state_request, proven_offer, state_reply
-from syncer.receipts import check_receipt, replaces
+from syncer.receipts import check_receipt, merge_receipt
 from syncer.signing import StateSigning
 
 log = logging.getLogger(__name__)
@@ -150,13 +150,16 @@ class Upstream:
             self._stating.discard(msg.bin)
 
     def on_receipt(self, msg: Receipt) -> None:
-        """Check a downstream's receipt and keep the latest of each bin."""
+        """Check a downstream's receipt and keep the latest of each bin and taken-over run."""
         provable = self._provable("receipt")
         peer, public_key = self.conn.overlay, self.conn.remote.public_key
         check_receipt(provable.signing.logs, provable.overlay, self.store.epoch, public_key, msg)
-        kept = provable.proofs.receipt(peer, msg.bin)
-        if replaces(kept.receipt if kept else None, msg):
-            provable.proofs.keep_receipt(peer, public_key, msg)
+        kept = [k.receipt for k in provable.proofs.receipts_of(peer, msg.bin)]
+        keep, drop = merge_receipt(kept, msg)
+        if keep:
+            provable.proofs.keep_receipt(peer, public_key, msg, drop)
+        elif drop:
+            provable.proofs.drop_receipts(peer, drop)
         self.receipts += 1
         self.proof_bytes["receipts"] += FRAME_OVERHEAD + 121
 

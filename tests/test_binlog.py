@@ -232,8 +232,8 @@ def test_logs_are_rebuilt_after_sigkill_mid_write(tmp_path: Path) -> None:
 
 
 def test_logs_follow_a_pull_index_a_power_cut_tore(tmp_path: Path) -> None:
-    """A power cut that loses the last entries of a PULL-nn file (store format 4 fills their bin
-    IDs with holes of unknown address): the logs are rebuilt over what the pull index now says.
+    """A power cut that loses the last entries of a PULL-nn file (the store fills their bin IDs
+    with holes of unknown address): the logs are rebuilt over what the pull index now says.
     (Those entries were never signed over: states are signed only once the disk holds them.)"""
     path = tmp_path / "store"
     with LocalStore(path, OVERLAY) as store:

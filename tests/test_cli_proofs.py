@@ -45,6 +45,14 @@ def test_prove_on_one_node_verify_elsewhere_and_fail_on_any_change(tmp_path: Pat
         bins = {b["bin"]: b["cursor"] for b in down.sync()["peers"][0]["bins"] if b["cursor"]}
         poll(lambda: receipts_of(up, down.overlay) == {b: (1, c) for b, c in bins.items()}, timeout=30)
 
+        # `swarm sync-status` shows the downstream's latest verified state of each bin
+        status = swarm("sync-status", "--api", down.api)
+        assert status.returncode == 0, status.stderr
+        states = [b["state"] for b in down.sync()["peers"][0]["bins"] if b["state"]]
+        assert {s["size"] for s in states} == set(bins.values())
+        for state in states:
+            assert f"{state['size']} {state['root'][:12]} ok" in status.stdout
+
         address = CHUNKS[7].address.hex()
         proof = tmp_path / "proof.json"
         result = swarm("prove", address, "--api", up.api, "--output", str(proof))

@@ -38,6 +38,7 @@ from streamer.messages import (
     Subscribe,
 )
 from streamer.states import verify_receipt
+from swarm.tables import sync_status_text
 from swarm.testing import NodeProcess, poll, preload, random_chunks
 from syncer.interval_store import IntervalStore
 from syncer.proving import proven_offer
@@ -190,6 +191,8 @@ def test_lying_upstreams_are_dropped_and_record_nothing_while_an_honest_one_comp
         [evidence] = doc["proofs"]["evidence"]
         assert evidence["upstream"] == results[-1][0].liar.overlay.hex() and evidence["size"] == 5
         assert evidence["roots"][0] != evidence["roots"][1]
+        shown = sync_status_text(doc)  # what `swarm sync-status` prints
+        assert "states signed twice with different roots" in shown and evidence["roots"][1][:12] in shown
         # per bin, the honest upstream's latest state, verified
         (honest,) = doc["peers"]
         cursors = {b["bin"]: b["cursor"] for b in honest["bins"] if b["cursor"]}

@@ -19,7 +19,7 @@ from streamer.states import StateSigner
 from swarm.testing import random_chunks
 from syncer.intervals import Intervals
 from syncer.proof_store import ProofStore
-from syncer.receipts import check_receipt, replaces, take_over
+from syncer.receipts import check_receipt, merge_receipt, take_over
 from syncer.signing import StateSigning
 from tests.test_session_proofs import BIN, EPOCH, OVERLAY, make_log, signed
 
@@ -46,6 +46,8 @@ class DictState:
         return iter(sorted((k, v) for k, v in self.data.items() if k.startswith(prefix)))
 
     def write_state_batch(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None:
+        deletes = list(deletes)
+        assert not set(puts) & set(deletes), "the store refuses a key both put and deleted"
         for key in deletes:
             self.data.pop(key, None)
         self.data.update(puts)
@@ -79,12 +81,46 @@ def test_take_over_against_a_set_model(batches: list[tuple[int, int, set[int]]])
             assert first - 1 not in model
 
 
-def test_a_receipt_replaces_the_kept_one_unless_it_covers_nothing_new() -> None:
-    kept = Receipt(BIN, EPOCH, 1, 100, bytes(32), bytes(64))
-    assert replaces(None, kept)
-    assert replaces(kept, Receipt(BIN, EPOCH, 1, 128, bytes(32), bytes(64)))
-    assert replaces(kept, Receipt(BIN, EPOCH, 101, 120, bytes(32), bytes(64)))  # disjoint: the latest
-    assert not replaces(kept, Receipt(BIN, EPOCH, 50, 100, bytes(32), bytes(64)))
+def bare(start: int, end: int) -> Receipt:
+    return Receipt(BIN, EPOCH, start, end, bytes(32), bytes(64))
+
+
+def test_a_receipt_replaces_the_kept_ones_it_covers_unless_one_covers_it() -> None:
+    kept = bare(1, 100)
+    assert merge_receipt([], kept) == (True, [])
+    assert merge_receipt([kept], bare(1, 128)) == (True, [kept])
+    assert merge_receipt([kept], bare(50, 100)) == (False, [])
+    # a run after a gap (entries the downstream never got): both kept
+    assert merge_receipt([kept], bare(102, 120)) == (True, [])
+    # the gap filled: one receipt covers both runs again
+    assert merge_receipt([kept, bare(102, 120)], bare(1, 130)) == (True, [kept, bare(102, 120)])
+    # beyond the limit the lowest run goes, the new one too if it is the lowest
+    assert merge_receipt([bare(10, 20), bare(30, 40)], bare(50, 60), limit=2) == (True, [bare(10, 20)])
+    assert merge_receipt([bare(10, 20), bare(30, 40)], bare(1, 5), limit=2) == (False, [])
+
+
+def ids(receipts: Iterable[Receipt]) -> set[int]:
+    return {n for r in receipts for n in range(r.start, r.end + 1)}
+
+
+@given(st.lists(st.tuples(st.integers(1, 60), st.integers(0, 30)), max_size=25), st.integers(1, 6))
+@settings(max_examples=200, deadline=None)
+def test_kept_receipts_against_a_model(ranges: list[tuple[int, int]], limit: int) -> None:
+    """Without a limit the kept receipts cover every bin ID any receipt covered, and none covers
+    another; with one, at most ``limit`` are kept, the highest runs."""
+    received = [bare(start, start + length) for start, length in ranges]
+    for cap in (1000, limit):
+        kept: list[Receipt] = []
+        for r in received:
+            keep, drop = merge_receipt(kept, r, cap)
+            assert all(any(d is k for k in kept) for d in drop), "drops only what is kept"
+            kept = [k for k in kept if all(k is not d for d in drop)] + ([r] if keep else [])
+            assert len(kept) <= cap
+            assert not any(a is not b and a.start <= b.start and b.end <= a.end for a in kept for b in kept)
+        if cap == 1000:
+            assert ids(kept) == ids(received)
+        else:
+            assert ids(kept) <= ids(received)
 
 
 # -- the upstream's check -------------------------------------------------------------------------
@@ -132,14 +168,16 @@ def test_the_proof_store_keeps_one_value_per_peer_and_bin() -> None:
     taken.add(1, 50)
     store.put_taken(OVERLAY, EPOCH, BIN, taken)
     assert store.taken(OVERLAY, EPOCH, BIN) == taken and store.taken(OVERLAY, EPOCH + 1, BIN) == Intervals(1)
-    for end in (100, 200):
-        store.keep_receipt(DOWN.overlay(1), DOWN.public_key, receipt(1, end))
+    down = DOWN.overlay(1)
+    store.keep_receipt(down, DOWN.public_key, receipt(1, 100))
+    store.keep_receipt(down, DOWN.public_key, receipt(1, 200), drop=[receipt(1, 100)])
     [kept] = store.receipts()
-    assert (kept.downstream, kept.public_key, kept.receipt) == (
-        DOWN.overlay(1),
-        DOWN.public_key,
-        receipt(1, 200),
-    )
+    assert (kept.downstream, kept.public_key, kept.receipt) == (down, DOWN.public_key, receipt(1, 200))
+    store.keep_receipt(down, DOWN.public_key, receipt(210, 250))  # a run after a gap: kept apart
+    assert [k.receipt for k in store.receipts_of(down, BIN)] == [receipt(1, 200), receipt(210, 250)]
+    store.drop_receipts(down, [receipt(210, 250)])
+    assert [k.receipt for k in store.receipts_of(down, BIN)] == [receipt(1, 200)]
+    assert store.receipts_of(down, BIN + 1) == []
     store.record_equivocation(OVERLAY, b"k" * 32, signed(log, 300), signed(fork, 300))
     again = ProofStore(state)  # after a restart
     assert again.equivocations == 1
