@@ -504,9 +504,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--channel",
-        choices=("tls", "plain"),
+        choices=("tls", "plain", "both"),
         default="tls",
-        help="both nodes' channel: tls (the default, as deployed) or plain (to measure what TLS costs)",
+        help="both nodes' channel: tls (the default, as deployed) or plain (to measure what TLS costs); "
+        "both: each run syncs over tls then plain, and the line compares their medians",
     )
     parser.add_argument(
         "--provable-sync",
@@ -519,6 +520,9 @@ def main() -> None:
         "--runs", type=_positive, default=1, help="repeat the measurement, report every ratio (default 1)"
     )
     args = parser.parse_args()
+    if args.channel == "both":
+        print(json.dumps(compare_channels(args)))
+        return
     results = [run(args) for _ in range(args.runs)]
     line = results[0]
     if args.runs > 1:
@@ -529,6 +533,37 @@ def main() -> None:
         line["cpu_ratios"] = [r["cpu_ratio"] for r in results]
         line["cpu_ratio_median"] = statistics.median(line["cpu_ratios"])
     print(json.dumps(line))
+
+
+def compare_channels(args: argparse.Namespace) -> dict[str, Any]:
+    """Sync over TLS and over plain TCP alternately in one invocation (the machine's speed drifts
+    between hours, so the two are compared within the same minutes); medians of each."""
+    runs: dict[str, list[dict[str, Any]]] = {"tls": [], "plain": []}
+    for _ in range(args.runs):
+        for channel in runs:
+            runs[channel].append(run(argparse.Namespace(**{**vars(args), "channel": channel})))
+
+    def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+        per_chunk_us = [1e6 / r["cpu_chunks_per_s"] for r in results if r["cpu_chunks_per_s"]]
+        return {
+            "ratios": [r["ratio"] for r in results],
+            "ratio_median": statistics.median(r["ratio"] for r in results),
+            "sync_chunks_per_s_median": statistics.median(r["sync_chunks_per_s"] for r in results),
+            "cpu_us_per_chunk_b_median": round(statistics.median(per_chunk_us), 1) if per_chunk_us else None,
+            "cpu_a_s_median": statistics.median(r["cpu_a_s"] for r in results),
+        }
+
+    tls, plain = summary(runs["tls"]), summary(runs["plain"])
+    return {
+        "bench": "sync_channels",
+        "chunks": args.chunks,
+        "runs": args.runs,
+        "provable_sync": args.provable_sync,
+        "tls": tls,
+        "plain": plain,
+        "tls_rate_vs_plain": round(tls["sync_chunks_per_s_median"] / plain["sync_chunks_per_s_median"], 3),
+        "loadavg_after": load_average(),
+    }
 
 
 def _positive(text: str) -> int:

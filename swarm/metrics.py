@@ -62,46 +62,7 @@ class NodeCollector(Collector):
             yield family
         yield from _retrieval_families(stats)
         yield from reserve_families(stats.reserve)
-        yield CounterMetricFamily(
-            "swarm_protocol_violations", "peers dropped for breaking the protocol", value=stats.violations
-        )
-        yield CounterMetricFamily(
-            "swarm_handshakes_refused",
-            "connections refused during the handshake (wrong network, bad signature, version ...)",
-            value=stats.handshakes_refused,
-        )
-        yield CounterMetricFamily(
-            "swarm_connections_turned_away",
-            "inbound connections closed at once because too many greetings were under way",
-            value=stats.turned_away,
-        )
-        yield CounterMetricFamily(
-            "swarm_equivocations",
-            "single-owner chunks signed twice with different content (both kept as evidence)",
-            value=stats.equivocations,
-        )
-        repairs = CounterMetricFamily(
-            "swarm_damaged_chunks",
-            "chunks found damaged on disk: fetched again from a peer, or lost (no peer had them)",
-            labels=["outcome"],
-        )
-        for outcome, value in stats.repairs.items():
-            repairs.add_metric([outcome], value)
-        yield repairs
-        yield CounterMetricFamily(  # provable streams (issue 16)
-            "swarm_state_equivocations",
-            "states of a peer's bin log signed twice with different roots (both kept as evidence)",
-            value=stats.proofs.equivocations if stats.proofs else 0,
-        )
-        records = CounterMetricFamily(
-            "swarm_peer_records",
-            "gossiped peer records: received, rejected (bad signature or network), rate_limited "
-            "(over a peer's budget), refused (an address not to dial, or a full bin)",
-            labels=["outcome"],
-        )
-        for outcome, value in stats.gossip.items():
-            records.add_metric([outcome], value)
-        yield records
+        yield from _safety_families(stats)
         cursors = GaugeMetricFamily("swarm_pull_index_cursor", "highest bin ID per bin", labels=["bin"])
         for bin, cursor in enumerate(stats.cursors):
             if cursor:
@@ -109,6 +70,50 @@ class NodeCollector(Collector):
         yield cursors
         if stats.live is not None:
             yield from live_families(stats.live)
+
+
+def _safety_families(stats: NodeStatistics) -> Iterator[Metric]:
+    """What was refused, found damaged or caught equivocating: the hardening counters."""
+    yield CounterMetricFamily(
+        "swarm_protocol_violations", "peers dropped for breaking the protocol", value=stats.violations
+    )
+    yield CounterMetricFamily(
+        "swarm_handshakes_refused",
+        "connections refused during the handshake (wrong network, bad signature, version ...)",
+        value=stats.handshakes_refused,
+    )
+    yield CounterMetricFamily(
+        "swarm_connections_turned_away",
+        "inbound connections closed at once because too many greetings were under way",
+        value=stats.turned_away,
+    )
+    yield CounterMetricFamily(
+        "swarm_equivocations",
+        "single-owner chunks signed twice with different content (both kept as evidence)",
+        value=stats.equivocations,
+    )
+    repairs = CounterMetricFamily(
+        "swarm_damaged_chunks",
+        "chunks found damaged on disk: fetched again from a peer, or lost (no peer had them)",
+        labels=["outcome"],
+    )
+    for outcome, value in stats.repairs.items():
+        repairs.add_metric([outcome], value)
+    yield repairs
+    yield CounterMetricFamily(  # provable streams (issue 16)
+        "swarm_state_equivocations",
+        "states of a peer's bin log signed twice with different roots (both kept as evidence)",
+        value=stats.proofs.equivocations if stats.proofs else 0,
+    )
+    records = CounterMetricFamily(
+        "swarm_peer_records",
+        "gossiped peer records: received, rejected (bad signature or network), rate_limited "
+        "(over a peer's budget), refused (an address not to dial, or a full bin)",
+        labels=["outcome"],
+    )
+    for outcome, value in stats.gossip.items():
+        records.add_metric([outcome], value)
+    yield records
 
 
 def _retrieval_families(stats: NodeStatistics) -> Iterator[Metric]:

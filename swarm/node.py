@@ -6,10 +6,11 @@ cursors and sync state) and `node.json` (the ports chosen at start-up, for scrip
 
 Services, each given only the functions it needs: the store and the `ChunkIntake` (the one door
 chunks come in by: synced, re-fetched or uploaded); `Transfers` (one transfer per chunk) and the
-`Puller` (the sync rule, what to pull from whom, the synced intervals); the peer table and the
-Kademlia `ConnectionManager`; `Sessions` (one per connected peer: its `Upstream`, its
-`PullSyncClient`, its retrieve requests); `Gossip`; `Retrieval`; the HTTP API, which reads one
-immutable `NodeStatistics` snapshot for everything it reports.
+`Puller` (the sync rule, what to pull from whom, the synced intervals); the peer table, the
+address book (both kept by `Topology`) and the Kademlia `ConnectionManager`; `Sessions` (one
+per connected peer: its `Upstream`, its `PullSyncClient`, its retrieve requests); `Gossip`;
+`Retrieval`; the HTTP API, which reads one immutable `NodeStatistics` snapshot for everything
+it reports.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import cast
 import trio
 
 from kademlia import PeerTable, get_strategy, sync_bins
-from kademlia.addresses import AddressBook, Backoff, DialPolicy, PeerAddress
+from kademlia.addresses import AddressBook, Backoff, DialPolicy
 from kademlia.manager import ConnectionManager
 from localstore import Chunk, LocalStore
 from localstore.pins import Pins
@@ -51,9 +52,11 @@ from swarm.reserve_status import reserve_status
 from swarm.reserve_worker import ReserveWorker
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
+from swarm.settled_depth import SettledDepth
 from swarm.spaces.live_source import live_follow  # spaces (issue 15)
 from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
+from swarm.topology import Topology
 from swarm.uploads import Uploads
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
@@ -65,10 +68,6 @@ from syncer.upstream import Upstream
 from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
-
-DEPTH_SETTLE = 60.0
-"""Seconds the depth must hold before the storage radius is capped by it (see _known_depth): a
-neighbour that restarts, or peers still connecting, must not make the reserve churn."""
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
@@ -131,10 +130,15 @@ class Node:
             over_saturation=config.over_saturation,
             max_po=MAX_PO,
         )
-        self.book = AddressBook(self.overlay)
         networks = config.dial_networks
-        self.dial_policy = DialPolicy(networks) if networks else DialPolicy.for_host(config.host)
-        self.addresses_refused = 0
+        self.topology = Topology(
+            self.overlay,
+            self.table,
+            AddressBook(self.overlay),
+            DialPolicy(networks) if networks else DialPolicy.for_host(config.host),
+            forget_record=lambda overlay: self.gossip.drop_record(overlay),
+            changed=lambda: self.manager.changed(),
+        )
         self.sessions = Sessions(
             self._local_handshake,
             self._make_peer,
@@ -146,13 +150,15 @@ class Node:
         )
         self.manager = ConnectionManager(
             self.table,
-            self.book,
+            self.topology.book,
             get_strategy(config.strategy),
             self.sessions.dial,
             lambda overlay, reason: self.sessions.close(overlay, GoodbyeCode.PRUNED, reason),
             backoff=Backoff(config.redial_min, config.redial_max),
         )
-        self.gossip = Gossip(self.identity, config.network_id, self.learn, interval=config.gossip_interval)
+        self.gossip = Gossip(
+            self.identity, config.network_id, self.topology.learn, interval=config.gossip_interval
+        )
 
     def _build_services(self) -> None:
         """What serves users and repairs the store: retrieval, the Bee-shaped backend, repair."""
@@ -198,12 +204,14 @@ class Node:
     def _build_reserve(self) -> None:
         """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
         config = self.config
-        self._depth_since: tuple[int, float] | None = None  # the depth and since when it holds
+        settled = SettledDepth(config.neighbourhood_size)
         self.offer_leases = OfferLeases()
         self.reserve.add_guard(self.offer_leases)
         self.reserve_worker = ReserveWorker(
             self.reserve,
-            depth=self._known_depth,
+            depth=lambda: settled.observe(
+                self.table.connected_count(), self.table.depth(), trio.current_time()
+            ),
             historical_done=self.puller.fully_synced,
             radius_changed=self.puller.set_radius,
             batch=config.evict_batch,
@@ -244,19 +252,6 @@ class Node:
         be over capacity."""
         self.transfers.stored(addresses)
         self.reserve_worker.wake()
-
-    def _known_depth(self) -> int | None:
-        """The depth, once this node has a neighbourhood (enough connected peers) and its depth
-        has held for DEPTH_SETTLE seconds; else None. The reserve caps the radius by it: a depth
-        seen while peers are still connecting would make it evict chunks it is about to be rid of
-        anyway, which syncing would then bring back."""
-        if self.table.connected_count() < self.config.neighbourhood_size:
-            self._depth_since = None
-            return None
-        depth, now = self.table.depth(), trio.current_time()
-        if self._depth_since is None or self._depth_since[0] != depth:
-            self._depth_since = (depth, now)
-        return depth if now - self._depth_since[1] >= DEPTH_SETTLE else None
 
     def _responsible(self, address: bytes) -> bool:
         """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
@@ -385,34 +380,12 @@ class Node:
 
     # -- topology -----------------------------------------------------------------------------
 
-    def learn(self, address: PeerAddress) -> bool:
-        """A peer and where it listens (from a handshake or verified gossip); False if it is not
-        kept (an address this node may not dial, or its bin is full of peers seen working)."""
-        if address.overlay == self.overlay:
-            return False
-        if not self.dial_policy.allows(address.host):
-            self.addresses_refused += 1
-            return False
-        admission = self.book.add(address)
-        if admission.evicted is not None:
-            self.table.remove_known(admission.evicted)
-            self.gossip.drop_record(admission.evicted)
-        if admission.refused:
-            self.addresses_refused += 1
-            return False
-        if self.table.add_known(address.overlay) or admission.changed:
-            self.manager.changed()
-        return True
-
     def depth(self) -> int:
         return self.puller.depth
 
     def _connected(self, peer: Peer) -> None:
         remote = peer.conn.remote
-        if remote.host and remote.port:
-            self.learn(PeerAddress(peer.overlay, remote.host, remote.port))
-        self.book.worked(peer.overlay)
-        self.table.connect(peer.overlay)
+        self.topology.connected(peer.overlay, remote.host, remote.port)
         self.puller.set_depth(self.table.depth())
         peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
         if self.config.gossip:
@@ -421,10 +394,9 @@ class Node:
 
     def _disconnected(self, peer: Peer) -> None:
         self.live.peer_disconnected(peer)
-        self.table.disconnect(peer.overlay)
         self.gossip.forget(peer.overlay)
         self.puller.set_depth(self.table.depth())
-        self.manager.changed()
+        self.topology.disconnected(peer.overlay)
 
     def _on_peers(self, peer: Peer, msg: Peers) -> None:
         if self.config.gossip:
@@ -468,7 +440,7 @@ class Node:
                 "received": self.gossip.received,
                 "rejected": self.gossip.rejected,
                 "rate_limited": self.gossip.rate_limited,
-                "refused": self.addresses_refused,
+                "refused": self.topology.refused,
             },
             equivocations=self.equivocations.count,
             repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},

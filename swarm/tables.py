@@ -49,61 +49,27 @@ def clock(ts: float | None) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
 
 
+BIN_HEADERS = ["peer", "po", "bin", "cursor", "synced", "lag", "synced?", "verified state (size root sig)"]
+
+
 def sync_status_text(doc: dict[str, Any]) -> str:
     """The `/sync` document as two tables: bins per peer, then the loss counters per peer."""
     head = (
         f"node {doc['overlay'][:16]}  depth {doc['depth']}  chunks {doc['chunks']}  "
         f"peers {len(doc['peers'])}  fully synced {_cell(doc['fully_synced'])}"
     )
-    bin_rows = []
-    loss_rows = []
-    for peer in doc["peers"]:
-        name = peer["overlay"][:12]
-        for b in peer["bins"]:
-            if b["cursor"] == 0 and not b["synced"]:
-                continue  # an empty bin says nothing
-            state = b.get("state")
-            proven = f"{state['size']} {state['root'][:12]} {state['signature']}" if state else "-"
-            bin_rows.append(
-                [
-                    name,
-                    peer["po"],
-                    b["bin"],
-                    b["cursor"],
-                    ranges_text(b["synced"]),
-                    b["lag"],
-                    b["lag"] == 0,
-                    proven,
-                ]
-            )
-        stats = peer["stats"]
-        changed = peer.get("last_change", {})
-        row: list[object] = [name, peer["po"], stats["offered"], stats["wanted"], stats["delivered"]]
-        for name_ in LOSS:
-            row += [stats[name_], clock(changed.get(name_))]
-        row.append(_cell(peer["fully_synced"]))
-        loss_rows.append(row)
-    parts = [head]
     if "reserve" in doc:  # issue 17: capacity, radius, evictions, receipts
-        parts[0] += "\n" + reserve_text(doc["reserve"])
+        head += "\n" + reserve_text(doc["reserve"])
+    parts = [head]
+    bin_rows = [row for peer in doc["peers"] for row in _bin_rows(peer)]
     if bin_rows:
-        headers = [
-            "peer",
-            "po",
-            "bin",
-            "cursor",
-            "synced",
-            "lag",
-            "synced?",
-            "verified state (size root sig)",
-        ]
-        parts.append(table(headers, bin_rows))
-    loss_headers = ["peer", "po", "offered", "wanted", "delivered"]
-    for name_ in LOSS:
-        loss_headers += [name_, "time"]
-    loss_headers.append("fully synced")
+        parts.append(table(BIN_HEADERS, bin_rows))
+    loss_rows = [_loss_row(peer) for peer in doc["peers"]]
     if loss_rows:
-        parts.append(table(loss_headers, loss_rows))
+        loss_headers = ["peer", "po", "offered", "wanted", "delivered"]
+        for name in LOSS:
+            loss_headers += [name, "time"]
+        parts.append(table([*loss_headers, "fully synced"], loss_rows))
     else:
         parts.append("no peers connected")
     gone = doc.get("disconnected") or []
@@ -123,6 +89,32 @@ def sync_status_text(doc: dict[str, Any]) -> str:
             + table(["upstream", "bin", "size", "root", "other root"], rows)
         )
     return "\n\n".join(parts)
+
+
+def _bin_rows(peer: dict[str, Any]) -> list[list[object]]:
+    """One row per bin of the peer that says something (an empty bin does not)."""
+    rows: list[list[object]] = []
+    for b in peer["bins"]:
+        if b["cursor"] == 0 and not b["synced"]:
+            continue
+        state = b.get("state")
+        proven = f"{state['size']} {state['root'][:12]} {state['signature']}" if state else "-"
+        synced = ranges_text(b["synced"])
+        name, lag = peer["overlay"][:12], b["lag"]
+        rows.append([name, peer["po"], b["bin"], b["cursor"], synced, lag, lag == 0, proven])
+    return rows
+
+
+def _loss_row(peer: dict[str, Any]) -> list[object]:
+    """The peer's traffic and loss counters, each with when it last changed."""
+    stats = peer["stats"]
+    changed = peer.get("last_change", {})
+    row: list[object] = [peer["overlay"][:12], peer["po"]]
+    row += [stats["offered"], stats["wanted"], stats["delivered"]]
+    for name in LOSS:
+        row += [stats[name], clock(changed.get(name))]
+    row.append(_cell(peer["fully_synced"]))
+    return row
 
 
 def reserve_text(r: dict[str, Any]) -> str:

@@ -141,3 +141,20 @@ async def test_a_client_leaving_mid_upload_is_an_info_line(
     assert line.levelno == logging.INFO and "POST /bytes" in line.getMessage()
     assert "upload cut short after" in line.getMessage()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+async def test_a_crafted_root_of_the_largest_span_is_refused_without_a_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A root chunk uploaded through POST /chunks claiming 2**64 - 1 bytes under two children
+    cannot be the root of any file: GET /bytes answers an error status, not a 200 with an empty
+    body, and logs no traceback (issue 19, item 7)."""
+    children = LEAVES[:2]
+    root = Chunk.from_payload(b"".join(c.address for c in children), span=2**64 - 1)
+    async with node_holding(tmp_path / "a", children) as (_, client):
+        posted = await client.post("/chunks", content=root.data)
+        assert posted.status_code == 201, posted.text
+        with caplog.at_level(logging.DEBUG):
+            got = await client.get(f"/bytes/{root.address.hex()}")
+        assert got.status_code >= 400 and "span" in got.text.lower()
+        assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
