@@ -335,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_space_parser(sub)
 
-    from swarm.cli_live import add_live_parsers  # topic, loss (live propagation; feed follow: cli_feed)
+    from swarm.cli_live_args import add_live_parsers  # topic, loss (live propagation; feed follow: cli_feed)
 
     add_live_parsers(sub)
 

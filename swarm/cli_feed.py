@@ -254,6 +254,6 @@ def add_feed_parser(sub: Any) -> None:
     add_target_options(history)
     history.set_defaults(func=cmd_history)
 
-    from swarm.cli_live import add_feed_live_commands  # follow, publish (live propagation)
+    from swarm.cli_live_args import add_feed_live_commands  # follow, publish (live propagation)
 
     add_feed_live_commands(commands)
