@@ -69,6 +69,7 @@ from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
 
+
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
 
@@ -234,6 +235,7 @@ class Node:
             push=self.pushsync.push,
             responsible=self._responsible,
             has_peers=lambda: bool(self.sessions.peers),
+            released=self.reserve_worker.wake,
             workers=config.push_workers,
         )
         self.reserve.add_holder(self.pusher)
@@ -368,6 +370,7 @@ class Node:
                 cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
                 live_idle=self.config.live_idle,
                 provable=self.proofs.provable(),
+                unwanted=self.offer_leases.release_all,
             ),
             client=client,
             requests=requests,
