@@ -3,7 +3,9 @@ uploads with receipts through six nodes against storing locally. Prints one JSON
 
 ``--part evict`` (in this process): a store of ``--chunks`` full chunks with a reserve of half
 that; ``evict_chunks_per_s`` is the rate of `Reserve.evict` in batches of 256 (the node's batch)
-down to the capacity; ``put_at_capacity_chunks_per_s`` stores as many new chunks again, evicting
+down to the capacity, ``evict_batch_ms_median``/``_max`` how long one batch holds the node's trio
+thread (syncing and the API wait at most that long for eviction);
+``put_at_capacity_chunks_per_s`` stores as many new chunks again, evicting
 after each batch of 128 as the node does, against ``put_chunks_per_s`` into a store with room:
 ``at_capacity_ratio`` is what evicting costs the ingest.
 
@@ -28,6 +30,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -58,7 +61,13 @@ def bench_evict(count: int, workdir: Path) -> dict[str, Any]:
         reserve = Reserve(store, count // 2)
         started = time.perf_counter()
         evicted = 0
-        while batch := reserve.evict(256):
+        batch_s: list[float] = []  # how long each batch holds the node's trio thread
+        while True:
+            began = time.perf_counter()
+            batch = reserve.evict(256)
+            if not batch:
+                break
+            batch_s.append(time.perf_counter() - began)
             evicted += batch
         evict_rate = evicted / (time.perf_counter() - started)
         started = time.perf_counter()
@@ -71,6 +80,8 @@ def bench_evict(count: int, workdir: Path) -> dict[str, Any]:
     return {
         "evict_chunks": evicted,
         "evict_chunks_per_s": round(evict_rate),
+        "evict_batch_ms_median": round(1000 * statistics.median(batch_s), 2),
+        "evict_batch_ms_max": round(1000 * max(batch_s), 2),
         "put_chunks_per_s": round(put_rate),
         "put_at_capacity_chunks_per_s": round(at_capacity),
         "at_capacity_ratio": round(at_capacity / put_rate, 3),

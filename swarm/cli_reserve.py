@@ -45,8 +45,11 @@ def add_capacity_option(p: argparse.ArgumentParser) -> None:
         type=capacity,
         default=None,
         metavar="SIZE",
-        help="how much the reserve keeps: chunks (5000) or disk with a unit (4GiB, 500MB); beyond it "
-        f"the farthest chunks are evicted (default {DEFAULT_CAPACITY} chunks, about 4.4 GB)",
+        help="how much the reserve keeps: chunks (5000) or disk with a unit (4GiB, 500MB). When it is "
+        "full the storage radius rises (at most to the depth), pull syncing asks only for chunks "
+        "within it, and chunks outside it are evicted, farthest and oldest first; pinned chunks and "
+        "uploads waiting for their push receipts do not count and stay "
+        f"(default {DEFAULT_CAPACITY} chunks, about 4.4 GB)",
     )
 
 

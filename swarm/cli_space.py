@@ -197,7 +197,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     def run(client: Any) -> int:
         start = 0
         while True:
-            page = client.log(space, mode=args.mode, start=start, wait=30 if args.follow and start else 0)
+            page = client.log(space, mode=args.mode, start=start, wait=30 if args.follow else 0)
             for entry in page["entries"]:
                 if entry["kind"] == "heartbeat" and not args.heartbeats:
                     continue

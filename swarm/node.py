@@ -41,23 +41,19 @@ from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
 from swarm.live.assembly import build_live_service
-from swarm.offer_leases import LeasedStore, OfferLeases
+from swarm.offer_leases import LeasedStore
 from swarm.peer import Peer
 from swarm.proofs import MODES as PROVABLE_MODES
 from swarm.proofs import NodeProofs
-from swarm.pusher import Pusher
-from swarm.pushsync import PushSync, closer_peers
 from swarm.repair import Repair
+from swarm.reserve_assembly import ReserveInputs, build_reserve_services
 from swarm.reserve_status import reserve_status
-from swarm.reserve_worker import ReserveWorker
 from swarm.retrieval import Retrieval
 from swarm.sessions import Sessions
-from swarm.settled_depth import SettledDepth
 from swarm.spaces.live_source import live_follow  # spaces (issue 15)
 from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
 from swarm.topology import Topology
-from swarm.uploads import Uploads
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
@@ -68,6 +64,7 @@ from syncer.upstream import Upstream
 from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
+
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
@@ -203,59 +200,34 @@ class Node:
 
     def _build_reserve(self) -> None:
         """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
-        config = self.config
-        settled = SettledDepth(config.neighbourhood_size)
-        self.offer_leases = OfferLeases()
-        self.reserve.add_guard(self.offer_leases)
-        self.reserve_worker = ReserveWorker(
-            self.reserve,
-            depth=lambda: settled.observe(
-                self.table.connected_count(), self.table.depth(), trio.current_time()
-            ),
-            historical_done=self.puller.fully_synced,
-            radius_changed=self.puller.set_radius,
-            batch=config.evict_batch,
+        parts = build_reserve_services(
+            ReserveInputs(
+                config=self.config,
+                identity=self.identity,
+                overlay=self.overlay,
+                store=self.store,
+                reserve=self.reserve,
+                pins=self.pins,
+                table=self.table,
+                peers=lambda: self.sessions.peers.values(),
+                fully_synced=self.puller.fully_synced,
+                radius_changed=self.puller.set_radius,
+                store_synced=partial(self.intake.store_many, verified=True),
+                store_uploaded=self._store_uploaded,
+                retrieve=self.retrieval.get,
+            )
         )
-        self.pushsync = PushSync(
-            self.identity,
-            config.network_id,
-            next_hops=lambda address, origin: closer_peers(
-                self.overlay, address, self.sessions.peers.values(), origin
-            ),
-            store=lambda chunk: self.intake.store_many([chunk], verified=True),
-            responsible=self._responsible,
-            radius=lambda: self.reserve.radius,
-            hop_limit=config.hop_limit,
-            timeout=config.retrieve_timeout,
-        )
-        self.pusher = Pusher(
-            self.store,
-            get_chunk=self.store.get,
-            push=self.pushsync.push,
-            responsible=self._responsible,
-            has_peers=lambda: bool(self.sessions.peers),
-            workers=config.push_workers,
-        )
-        self.reserve.add_holder(self.pusher)
-        self.uploads = Uploads(
-            self.pusher,
-            self.pins,
-            store_chunks=self._store_uploaded,
-            store_checked=partial(self._store_uploaded, verified=False),
-            get_chunk=self.retrieval.get,
-            protected_changed=self.reserve_worker.wake,
-            receipt_timeout=config.receipt_timeout,
-        )
+        self.offer_leases = parts.offer_leases
+        self.reserve_worker = parts.worker
+        self.pushsync = parts.pushsync
+        self.pusher = parts.pusher
+        self.uploads = parts.uploads
 
     def _stored(self, addresses: Iterable[bytes]) -> None:
         """Chunks entered the store: batches waiting for them may be complete; the reserve may
         be over capacity."""
         self.transfers.stored(addresses)
         self.reserve_worker.wake()
-
-    def _responsible(self, address: bytes) -> bool:
-        """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
-        return proximity(self.overlay, address) >= self.table.depth()
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
@@ -368,6 +340,7 @@ class Node:
                 cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
                 live_idle=self.config.live_idle,
                 provable=self.proofs.provable(),
+                unwanted=self.offer_leases.release_all,
             ),
             client=client,
             requests=requests,

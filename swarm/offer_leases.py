@@ -4,8 +4,11 @@ An upstream offers a batch of hashes, the downstream answers which it wants, and
 delivers those. If the reserve evicted a chunk in between, the delivery could not be made and the
 downstream's batch would wait for it until its timeout dropped the connection. So each chunk
 the upstream checks before offering it (``check_slot``) is *leased* until it is delivered
-(``get``) or `ttl` seconds pass (the downstream did not want it, or went away), and eviction
-passes over leased chunks (``Reserve.add_guard``). This wraps the store the node hands each
+(``get``), the downstream's answer passes it over (`release_all`, the upstream's ``unwanted``),
+or `ttl` seconds pass (the downstream went away), and eviction passes over leased chunks
+(``Reserve.add_guard``). A reserve over capacity waits for leased chunks, so the leases bound
+how far it exceeds its capacity: the chunks of the offers in flight, not every chunk offered
+in the last `ttl` seconds. This wraps the store the node hands each
 `Upstream`; nothing in the pull-sync protocol changes.
 """
 
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from localstore import Chunk
@@ -51,6 +54,11 @@ class OfferLeases:
             del self._leases[address]
         else:
             self._leases[address] = (count - 1, until)
+
+    def release_all(self, addresses: Iterable[bytes]) -> None:
+        """Offered chunks a downstream did not want: their leases end now, not at the ttl."""
+        for address in addresses:
+            self.release(address)
 
     def __contains__(self, address: object) -> bool:
         if address not in self._leases:

@@ -109,6 +109,7 @@ class Pusher:
         push: Callable[[Chunk], Awaitable[tuple[bytes, PushReceipt]]],
         responsible: Callable[[bytes], bool],
         has_peers: Callable[[], bool],
+        released: Callable[[], None] = lambda: None,
         workers: int = 16,
         retry_min: float = 0.5,
         retry_max: float = 30.0,
@@ -119,6 +120,7 @@ class Pusher:
         self._push = push
         self._responsible = responsible
         self._has_peers = has_peers
+        self._released = released  # chunks left the holder: the reserve may be over capacity
         self.workers = workers
         self.retry_min = retry_min
         self.retry_max = retry_max
@@ -192,6 +194,7 @@ class Pusher:
             else:
                 self._uploading[address] = count
         self.version += 1
+        self._released()
         tag._changed()
 
     def waiting(self, tag: Tag) -> list[bytes]:
@@ -260,6 +263,7 @@ class Pusher:
             tag.synced += 1
             tag._changed()
         self.version += 1
+        self._released()
 
     async def _retry_timer(self) -> None:
         while True:

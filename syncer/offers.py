@@ -96,6 +96,14 @@ class StreamOffers:
         self._next = end + 1
         return offer
 
+    def offered_chunks(self, start: int) -> list[bytes]:
+        """The chunks the open offer at `start` offers: its hashes but the holes (none if there
+        is no such offer)."""
+        offer = self._open.get(start)
+        if offer is None:
+            return []
+        return [address for i, address in enumerate(offer.hashes) if i not in offer.holes]
+
     def answer(self, start: int, end: int, wanted: Sequence[int]) -> list[tuple[int, bytes]]:
         """Close the offer `[start, end]`; returns the (index, address) pairs to deliver."""
         offer = self._open.get(start)

@@ -43,6 +43,16 @@ from streamer.messages import (
 )
 from syncer.intervals import MAX_ID
 from syncer.provable import ProvenLogs, StateAccepted, StateSuperseded
+from syncer.session_events import (
+    ChunkArrived,
+    CursorsReceived,
+    Offer,
+    OfferCrossed,
+    OfferReceived,
+    SessionEvent,
+    StreamKey,
+    UnsubscribeAcked,
+)
 
 __all__ = [
     "ChunkArrived",
@@ -58,77 +68,11 @@ __all__ = [
     "stream_name",
 ]
 
-StreamKey = tuple[int, bool]
-"""A stream: (bin of the upstream's pull index, live)."""
-
 BINS = MAX_PO + 1
 
 
 def stream_name(bin: int, live: bool) -> str:
     return f"bin {bin} {'live' if live else 'historical'}"
-
-
-# -- events: what a received message means ----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CursorsReceived:
-    """The upstream's store epoch and its cursor per bin (all 32; missing bins are 0)."""
-
-    epoch: int
-    cursors: tuple[int, ...]
-
-
-Offer = OfferedHashes | ProvenOffer
-
-
-@dataclass(frozen=True, slots=True)
-class OfferReceived:
-    """An offer to answer, in order; `last` marks the final offer of a historical stream.
-
-    ``root``: the upstream's state at the offer's end, when the session verified its proof."""
-
-    offer: Offer
-    last: bool
-    root: bytes | None = None
-
-    @property
-    def holes(self) -> list[int]:
-        """Entries the upstream cannot deliver: never to be wanted."""
-        return self.offer.hole_indices() if isinstance(self.offer, ProvenOffer) else []
-
-
-@dataclass(frozen=True, slots=True)
-class OfferCrossed:
-    """An offer of a stream we are unsubscribing from: it crossed our Unsubscribe, ignore it."""
-
-    offer: Offer
-
-
-@dataclass(frozen=True, slots=True)
-class UnsubscribeAcked:
-    """The upstream stopped the stream: no offer of it follows."""
-
-    key: StreamKey
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkArrived:
-    """A wanted chunk: its data must hash to `address` (the offered hash)."""
-
-    address: bytes
-    delivery: ChunkDelivery
-
-
-SessionEvent = (
-    CursorsReceived
-    | OfferReceived
-    | OfferCrossed
-    | UnsubscribeAcked
-    | ChunkArrived
-    | StateAccepted
-    | StateSuperseded
-)
 
 
 class _Phase(Enum):

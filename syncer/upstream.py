@@ -21,7 +21,7 @@ downstream's receipts are checked and the latest per bin (and taken-over run) ke
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import trio
@@ -95,9 +95,11 @@ class Upstream:
         window: int = OFFER_WINDOW,
         live_idle: float = DEFAULT_LIVE_IDLE,
         provable: Provable | None = None,
+        unwanted: Callable[[list[bytes]], None] = lambda addresses: None,
     ) -> None:
         self.conn = conn
         self.store = store
+        self._unwanted = unwanted  # told the offered chunks a want passed over (swarm/offer_leases.py)
         self.window = window
         self.live_idle = live_idle
         self.provable = provable
@@ -212,7 +214,10 @@ class Upstream:
         stream = self._streams.get((msg.bin, msg.live))
         if stream is None:
             raise RemoteProtocolError(f"want for bin {msg.bin} {_kind(msg.live)}, which is not subscribed")
+        offered = stream.offers.offered_chunks(msg.start)
         pairs = stream.offers.answer(msg.start, msg.end, msg.wanted_indices())
+        wanted = {address for _, address in pairs}
+        self._unwanted([address for address in offered if address not in wanted])
         # cannot overflow: at most `window` offers are open, and each is answered once
         stream.wants_in.send_nowait((msg.start, pairs))
 

@@ -11,7 +11,8 @@ from swarm.spaces.messages import Kind, SpaceMessage, compose, encode_message
 from swarm.spaces.reader import SpaceReader
 from swarm.spaces.timeframe import Delta, OrderKey, Timeframe, apply_delta
 
-NOW = 1.0  # the model never lets time pass: no member ever goes inactive
+NOW = 1.0  # the model's clock unless a test moves it (``Space.now``); with the default
+# ``inactive_after`` no member ever goes inactive
 
 
 @dataclass(frozen=True)
@@ -55,13 +56,17 @@ class Space:
     written: dict[tuple[int, int], Written] = field(default_factory=dict)
     pending: list[set[tuple[int, int]]] = field(init=False)  # per reader: written, not accepted
     group: list[int] = field(init=False)  # per reader: its side of the partition (0 when healed)
+    inactive_after: float = 1e18
+    now: float = NOW
 
     def __post_init__(self) -> None:
         self.owners = owners_for(self.writers)
-        self.readers = [SpaceReader(capacity=self.capacity, inactive_after=1e18) for _ in self.all()]
+        self.readers = [
+            SpaceReader(capacity=self.capacity, inactive_after=self.inactive_after) for _ in self.all()
+        ]
         for reader in self.readers:
             for owner in self.owners:
-                reader.add_member(owner, NOW)
+                reader.add_member(owner, self.now)
         self.pending = [set() for _ in self.all()]
         self.group = [0 for _ in self.all()]
 
@@ -70,7 +75,7 @@ class Space:
 
     def write(self, member: int, kind: Kind, key: str = "", value: str = "") -> Written:
         reader = self.readers[member]
-        reader.pump(NOW)
+        reader.pump(self.now)
         view = reader.writer_view(member)
         assert view.pending_own == 0
         payload = compose(member, view.previous, view.timeframe, kind, text="hi", key=key, value=value)
@@ -101,10 +106,10 @@ class Space:
 
     def deliver(self, reader: int, message: tuple[int, int]) -> bool:
         """Offer one message; True if taken (else it stays in flight, e.g. outside the window)."""
-        taken = self.readers[reader].offer(*message, self.written[message].payload, NOW)
+        taken = self.readers[reader].offer(*message, self.written[message].payload, self.now)
         if taken:
             self.pending[reader].discard(message)
-        self.readers[reader].pump(NOW)
+        self.readers[reader].pump(self.now)
         return taken
 
     def deliver_some(self, reader: int, count: int) -> None:

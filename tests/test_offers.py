@@ -94,3 +94,13 @@ def test_offers_cover_the_subscription_exactly_once(
         assert s.unanswered <= window
         covered.extend(range(r[0], r[1] + 1))
     assert covered == list(range(start, end + 1))
+
+
+def test_an_open_offer_names_the_chunks_it_offers_but_its_holes() -> None:
+    offers = StreamOffers(bin=1, live=False, start=1, end=3)
+    hashes = [bytes([n]) * 32 for n in range(3)]
+    offers.offered(1, 3, hashes, holes=[1])
+    assert offers.offered_chunks(1) == [hashes[0], hashes[2]]
+    assert offers.offered_chunks(7) == [], "no offer opens at 7"
+    offers.answer(1, 3, [0])
+    assert offers.offered_chunks(1) == [], "answered: no longer open"

@@ -100,6 +100,7 @@ async def test_an_upload_is_held_until_its_receipt_then_evictable(
         delivered.set()
         return b"", RECEIPT
 
+    released: list[int] = []  # the pending count each time the pusher let chunks go
     store = LocalStore(tmp_path / "s", bytes(32))
     try:
         pusher = Pusher(
@@ -108,12 +109,14 @@ async def test_an_upload_is_held_until_its_receipt_then_evictable(
             push=push,
             responsible=lambda address: address == data[0].address,
             has_peers=lambda: True,
+            released=lambda: released.append(pusher.statistics().pending),
             retry_min=1.0,
         )
         reserve = Reserve(store, 1, [pusher])
         store.put_many(data)
         tag = pusher.new_tag()
         pusher.add(tag, [c.address for c in data])
+        assert all(c.address in pusher for c in data), "while the upload runs, all its chunks are held"
         pusher.finish(tag, data[0].address, [c.address for c in data])
         assert tag.synced == 1, "the chunk of its own neighbourhood is signed for at once"
         assert all(c.address in pusher for c in data[1:]) and data[0].address not in pusher
@@ -129,6 +132,7 @@ async def test_an_upload_is_held_until_its_receipt_then_evictable(
         assert pusher.statistics().failures == 9 and pusher.statistics().receipts == 3
         assert not any(c.address in pusher for c in data)
         assert reserve.size() == 4 and reserve.evict(10) == 3, "receipted: ordinary chunks now"
+        assert released == [3, 2, 1, 0], "the reserve is told at the upload's end and at each receipt"
     finally:
         store.close()
 

@@ -193,3 +193,6 @@ def test_a_chunk_offered_twice_stays_leased_until_both_are_delivered() -> None:
     assert address in leases
     leases.release(address)
     assert address not in leases and len(leases) == 0
+    leases.lease(address)
+    leases.release_all([address, bytes([8]) * 32])  # the downstream did not want it
+    assert address not in leases, "passed over by a want: evictable at once, not after the ttl"

@@ -192,3 +192,42 @@ def test_a_node_takes_its_space_inactivity_timeout_from_the_command_line(
     with pytest.raises(SystemExit):
         build_parser().parse_args(["node", "--data-dir", "d", "--space-inactive-after", "0"])
     assert "seconds above 0" in capsys.readouterr().err
+
+
+async def test_total_order_waits_for_a_quiet_member_until_it_is_shown_inactive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`log --mode total` holds Alice's messages back while Bob may still write something that
+    sorts first; `status` names Bob as what it waits for; once Bob has been silent for the
+    timeout he is shown inactive and the total order passes him. Bob's heartbeat makes him
+    active again."""
+    from swarm.spaces.config import SpaceConfig
+
+    alice, bob = Secp256k1Key.generate(), Secp256k1Key.generate()
+    config = node_config(tmp_path / "n", spaces=SpaceConfig(inactive_after=3.0, tick=0.1))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            node = await start_node(nursery, config)
+            client = client_of(node)
+            api = ["--api", client.api]
+            space = await call(client.create, "quiet", alice)
+            await call(client.join, space, bob)
+            await call(client.write, space.space, alice, Kind.SAY, text="anyone?")
+            replica = node.spaces.replicas[space.space]
+            await wait_for(lambda: replica.reader.orderer.processed == 1)
+            total_log = ("space", "log", space.space.hex(), "--mode", "total", *api)
+            # Bob was admitted just now: (unless this machine is very slow) not silent for long enough
+            code, out, _ = await call(run_cli, capsys, "space", "status", space.space.hex(), *api)
+            if replica.reader.status(replica.clock()).members[1].active:
+                assert "total order waits for members 1 (1 processed messages not ordered yet)" in out
+                assert await call(run_cli, capsys, *total_log) == (0, "", "")
+            await wait_for(lambda: replica.reader.status(replica.clock()).ordered == 1)
+            code, out, _ = await call(run_cli, capsys, *total_log)
+            assert code == 0 and out.count("\n") == 1 and "0:0" in out and out.endswith(": anyone?\n")
+            code, out, _ = await call(run_cli, capsys, "space", "status", space.space.hex(), *api)
+            bob_row = next(line for line in out.splitlines() if line.strip().startswith("1 |"))
+            assert "| NO " in bob_row and "total order waits" not in out
+            await call(client.write, space.space, bob, Kind.HEARTBEAT)
+            await wait_for(lambda: replica.reader.status(replica.clock()).members[1].active)
+            await call(client.close)
+            nursery.cancel_scope.cancel()

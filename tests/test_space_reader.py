@@ -250,3 +250,40 @@ def test_a_member_with_more_to_read_is_never_taken_for_inactive() -> None:
     assert space.status(100.0).members[1].active
     space.orderer.set_drained(1, True)
     assert [(r.member, r.seq) for r in space.pump(100.0)[1]] == [(0, 0)]
+
+
+def test_a_writer_claiming_a_message_that_never_comes_holds_the_total_order_back_only_for_a_while() -> None:
+    """L:0 claims B:5, which B never writes (a reference ahead: not provably a lie), and L writes
+    on until its window is full (so it is never silent, never drained). Once L's next message has
+    waited ``inactive_after``, L is shown inactive and the others' messages take their place in
+    the total order; if B:5 comes after all, L's messages are processed and flagged late."""
+    space = reader(A, B, C, capacity=12, inactive_after=30.0)  # a window of 4 per member
+    space.offer(1, 0, msg(1, (), (-1, -1, -1)), 0.0)
+    space.offer(2, 0, raw(((1, 6),)), 1.0)  # L (member 2) claims B:5
+    for k in range(1, 10):
+        if not space.offer(2, k, compose(2, (-1, 5, k - 2), (-1, 5, k - 1), Kind.HEARTBEAT), 1.0 + k):
+            space.orderer.set_drained(2, False)  # the shell has more of L to read
+            break
+    for k in range(20):  # A writes on: A:k sorts as k + 2, past L's frontier (L:3, 10) from A:9
+        previous = (k - 2, 0, -1) if k else ()
+        assert space.offer(0, k, msg(0, previous, (k - 1, 0, -1)), 2.0 + k / 10)
+        space.pump(2.0 + k / 10)
+    [missing] = space.status(10.0).missing
+    assert (missing.member, missing.seq, missing.needed_by) == (1, 1, ((2, 0),))
+    space.pump(30.5)  # B, silent since 0.0, is inactive; L has waited 29.5 s: it still counts
+    assert space.status(30.5).holding_back == (2,)
+    assert ordered_ids(space) == [(1, 0)] + [(0, k) for k in range(9)]
+    space.pump(31.0)
+    assert ordered_ids(space) == [(1, 0)] + [(0, k) for k in range(20)]
+    status = space.status(31.0)
+    assert not status.members[2].active and status.members[2].waiting is not None and status.stalled
+    for k in range(1, 6):  # B did write up to 5 after all
+        assert space.offer(1, k, msg(1, (-1, k - 2, -1), (-1, k - 1, -1)), 40.0)
+        space.pump(40.0)
+    late = [(r.member, r.seq) for r in space.total_log if r.late]
+    assert late[:5] == [(1, k) for k in range(1, 6)] and (2, 0) in late
+    assert space.status(40.0).members[2].active and not space.status(40.0).stalled
+
+
+def ordered_ids(space: SpaceReader) -> list[tuple[int, int]]:
+    return [(r.member, r.seq) for r in space.total_log]

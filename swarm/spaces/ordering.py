@@ -319,6 +319,11 @@ class CausalOrderer:
     def drained(self, member: int) -> bool:
         return self._feeds[member].drained
 
+    def blocked_since(self, member: int) -> float | None:
+        """Since when the next message of ``member`` waits for another one (None: it does not)."""
+        feed = self._feeds[member]
+        return feed.blocked_since if feed.state is FeedState.BLOCKED else None
+
     def set_drained(self, member: int, drained: bool) -> None:
         """The shell found nothing more of the feed to read (True), or found more (False)."""
         self._feeds[member].drained = drained

@@ -20,6 +20,7 @@ the node (the node follows it from then on, across restarts). Reads wait (at mos
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -158,59 +159,82 @@ def status_json(replica: Replica, now: float) -> dict[str, Any]:
 
 def space_routes(service: SpaceService) -> list[Route]:
     """The routes over a node's space service."""
+    h = _SpaceHandlers(service)
+    return [
+        Route("/spaces", _handled(h.spaces), methods=["GET"]),
+        Route("/spaces/{space}", _handled(h.space), methods=["GET"]),
+        Route("/spaces/{space}/log", _handled(h.log), methods=["GET"]),
+        Route("/spaces/{space}/state", _handled(h.state), methods=["GET"]),
+        Route("/spaces/{space}/status", _handled(h.status), methods=["GET"]),
+        Route("/spaces/{space}/writer/{owner}", _handled(h.writer), methods=["GET"]),
+        Route("/spaces/{space}/members/{index}", _handled(h.post_member), methods=["POST"]),
+        Route("/spaces/{space}/messages/{owner}/{index}", _handled(h.post_message), methods=["POST"]),
+    ]
 
-    def handled(handler: Any) -> Any:
-        async def run(request: Request) -> Response:
-            try:
-                response: Response = await handler(request)
-            except (_Bad, RefusedWrite) as exc:
-                return _error(exc.status, str(exc))
-            except NotCaughtUp as exc:
-                return _error(503, str(exc))
-            return response
 
-        return run
+def _handled(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """The handler, with the errors it raises for the client turned into error responses."""
 
-    async def replica_of(request: Request, *, settle: bool = True) -> Replica:
-        replica = await service.open(_hex(request.path_params["space"], 20, "space"))
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except (_Bad, RefusedWrite) as exc:
+            return _error(exc.status, str(exc))
+        except NotCaughtUp as exc:
+            return _error(503, str(exc))
+
+    return run
+
+
+async def _body(request: Request) -> bytes:
+    data = bytearray()
+    async for piece in request.stream():
+        data += piece
+        if len(data) > MAX_SOC_DATA_SIZE:
+            raise _Bad(413, f"body too large: a single-owner chunk is at most {MAX_SOC_DATA_SIZE} bytes")
+    return bytes(data)
+
+
+def summary_json(replica: Replica) -> dict[str, Any]:
+    """A space at a glance: its name, members and counts."""
+    orderer = replica.reader.orderer
+    return {
+        "space": replica.space.hex(),
+        "name": replica.name,
+        "members": [{"member": m, "owner": orderer.owner(m).hex()} for m in range(orderer.members)],
+        "processed": orderer.processed,
+        "ordered": replica.reader.total.emitted,
+        "member_list": replica.member_entries,
+        "settled": replica.settled(),
+    }
+
+
+class _SpaceHandlers:
+    """One handler per route, over the node's space service."""
+
+    def __init__(self, service: SpaceService) -> None:
+        self.service = service
+
+    async def replica_of(self, request: Request, *, settle: bool = True) -> Replica:
+        replica = await self.service.open(_hex(request.path_params["space"], 20, "space"))
         if settle:
             await replica.wait_settled(SETTLE_TIMEOUT)
         return replica
 
-    async def body(request: Request) -> bytes:
-        data = bytearray()
-        async for piece in request.stream():
-            data += piece
-            if len(data) > MAX_SOC_DATA_SIZE:
-                raise _Bad(413, f"body too large: a single-owner chunk is at most {MAX_SOC_DATA_SIZE} bytes")
-        return bytes(data)
+    async def spaces(self, request: Request) -> Response:
+        return JSONResponse({"spaces": [summary_json(r) for r in self.service.replicas.values()]})
 
-    async def spaces(request: Request) -> Response:
-        return JSONResponse({"spaces": [summary(r) for r in service.replicas.values()]})
+    async def space(self, request: Request) -> Response:
+        return JSONResponse(summary_json(await self.replica_of(request)))
 
-    def summary(replica: Replica) -> dict[str, Any]:
-        orderer = replica.reader.orderer
-        return {
-            "space": replica.space.hex(),
-            "name": replica.name,
-            "members": [{"member": m, "owner": orderer.owner(m).hex()} for m in range(orderer.members)],
-            "processed": orderer.processed,
-            "ordered": replica.reader.total.emitted,
-            "member_list": replica.member_entries,
-            "settled": replica.settled(),
-        }
-
-    async def space(request: Request) -> Response:
-        return JSONResponse(summary(await replica_of(request)))
-
-    async def log(request: Request) -> Response:
+    async def log(self, request: Request) -> Response:
         mode = request.query_params.get("mode", "causal")
         if mode not in MODES:
             raise _Bad(400, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         start = _number(request, "from", 0, 2**63)
         limit = _number(request, "limit", MAX_PAGE, MAX_PAGE)
         wait = _number(request, "wait", 0, int(MAX_WAIT))
-        replica = await replica_of(request)
+        replica = await self.replica_of(request)
         entries = replica.reader.log(mode)
         deadline = time.monotonic() + wait
         while len(entries) <= start and time.monotonic() < deadline:
@@ -219,16 +243,16 @@ def space_routes(service: SpaceService) -> list[Route]:
         docs = [record_json(replica, record, start + i) for i, record in enumerate(page)]
         return JSONResponse({"mode": mode, "entries": docs, "next": start + len(docs)})
 
-    async def state(request: Request) -> Response:
-        replica = await replica_of(request)
+    async def state(self, request: Request) -> Response:
+        replica = await self.replica_of(request)
         return Response(replica.reader.state.canonical_bytes(), media_type="application/json")
 
-    async def status(request: Request) -> Response:
-        return JSONResponse(status_json(await replica_of(request), time.time()))
+    async def status(self, request: Request) -> Response:
+        return JSONResponse(status_json(await self.replica_of(request), time.time()))
 
-    async def writer(request: Request) -> Response:
+    async def writer(self, request: Request) -> Response:
         owner = _hex(request.path_params["owner"], 20, "owner")
-        replica = await replica_of(request, settle=False)
+        replica = await self.replica_of(request, settle=False)
         view = await replica.writer_view(owner, WRITER_TIMEOUT)
         return JSONResponse(
             {
@@ -239,29 +263,18 @@ def space_routes(service: SpaceService) -> list[Route]:
             }
         )
 
-    async def post_member(request: Request) -> Response:
+    async def post_member(self, request: Request) -> Response:
         space_id = _hex(request.path_params["space"], 20, "space")
         index = _number_path(request, "index")
-        address = await service.publish_member_entry(space_id, index, await body(request))
+        address = await self.service.publish_member_entry(space_id, index, await _body(request))
         return JSONResponse({"reference": address.hex(), "index": index}, status_code=201)
 
-    async def post_message(request: Request) -> Response:
+    async def post_message(self, request: Request) -> Response:
         space_id = _hex(request.path_params["space"], 20, "space")
         owner = _hex(request.path_params["owner"], 20, "owner")
         index = _number_path(request, "index")
-        address = await service.publish_message(space_id, owner, index, await body(request))
+        address = await self.service.publish_message(space_id, owner, index, await _body(request))
         return JSONResponse({"reference": address.hex(), "index": index}, status_code=201)
-
-    return [
-        Route("/spaces", handled(spaces), methods=["GET"]),
-        Route("/spaces/{space}", handled(space), methods=["GET"]),
-        Route("/spaces/{space}/log", handled(log), methods=["GET"]),
-        Route("/spaces/{space}/state", handled(state), methods=["GET"]),
-        Route("/spaces/{space}/status", handled(status), methods=["GET"]),
-        Route("/spaces/{space}/writer/{owner}", handled(writer), methods=["GET"]),
-        Route("/spaces/{space}/members/{index}", handled(post_member), methods=["POST"]),
-        Route("/spaces/{space}/messages/{owner}/{index}", handled(post_message), methods=["POST"]),
-    ]
 
 
 def _number_path(request: Request, name: str) -> int:

@@ -18,6 +18,13 @@ total order of this reader departs from one that waited; the shared state does n
 `swarm.spaces.register`). So are messages of members
 admitted after the order passed their first message. A member that is invalid and holds every
 message it still may send holds nothing back either.
+
+A member whose next message has waited ``inactive_after`` seconds for a message this reader
+does not get is inactive too, however much more of it arrives: nothing of it can be processed
+until that message comes, and then what sorts before the emitted messages is ``late``, as for a
+silent member. Without this a writer claiming a message that never comes (a reference ahead of
+a feed, not provably a lie), and writing on, would hold every other member's messages out of
+the total order for good: its feed's window fills, so it is never drained, never silent.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ class FrontierView(Protocol):
     def last_heard(self, member: int) -> float: ...
 
     def drained(self, member: int) -> bool: ...
+
+    def blocked_since(self, member: int) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +94,11 @@ class TotalOrder:
             heapq.heappush(self._pending, (key, member))
 
     def active(self, view: FrontierView, member: int, now: float) -> bool:
-        """Heard of within ``inactive_after``, or with more of it waiting to be read."""
+        """Heard of within ``inactive_after``, or with more of it waiting to be read; and not
+        stalled that long (its next message waiting for one this reader does not get)."""
+        blocked = view.blocked_since(member)
+        if blocked is not None and now - blocked >= self.inactive_after:
+            return False
         return not view.drained(member) or now - view.last_heard(member) < self.inactive_after
 
     def emit(self, view: FrontierView, now: float) -> list[Ordered]:

@@ -1,0 +1,107 @@
+"""Building a node's reserve services (issue 17) from the node's parts: the reserve's worker
+(eviction and the storage radius), push syncing with receipts, the pusher of uploaded chunks, the
+offer leases that keep offered chunks from eviction, and uploads (tags, pins, receipts).
+
+Each service gets only the narrow functions it needs; the node passes them in `ReserveInputs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+
+import trio
+
+from kademlia import PeerTable
+from localstore import Chunk, LocalStore
+from localstore.pins import Pins
+from localstore.reserve import Reserve
+from pot import proximity
+from streamer.identity import NodeIdentity
+from swarm.config import NodeConfig
+from swarm.offer_leases import OfferLeases
+from swarm.pusher import Pusher
+from swarm.pushsync import PushPeer, PushSync, closer_peers
+from swarm.reserve_worker import ReserveWorker
+from swarm.settled_depth import SettledDepth
+from swarm.uploads import Uploads
+
+__all__ = ["ReserveInputs", "ReserveServices", "build_reserve_services"]
+
+
+@dataclass(frozen=True)
+class ReserveInputs:
+    """What the reserve's services need of the rest of the node."""
+
+    config: NodeConfig
+    identity: NodeIdentity
+    overlay: bytes
+    store: LocalStore
+    reserve: Reserve
+    pins: Pins
+    table: PeerTable
+    peers: Callable[[], Iterable[PushPeer]]  # the connected peers, for push syncing's next hops
+    fully_synced: Callable[[], bool]  # historical syncing is done (the radius may go down)
+    radius_changed: Callable[[int], None]
+    store_synced: Callable[[list[Chunk]], int]  # a pushed chunk, verified, into the store
+    store_uploaded: Callable[..., int]  # an upload's chunks into the store (``verified=``)
+    retrieve: Callable[[bytes], Awaitable[Chunk]]
+
+
+@dataclass(frozen=True)
+class ReserveServices:
+    offer_leases: OfferLeases
+    worker: ReserveWorker
+    pushsync: PushSync
+    pusher: Pusher
+    uploads: Uploads
+
+
+def build_reserve_services(given: ReserveInputs) -> ReserveServices:
+    config, table = given.config, given.table
+    settled = SettledDepth(config.neighbourhood_size)
+    offer_leases = OfferLeases()
+    given.reserve.add_guard(offer_leases)
+    worker = ReserveWorker(
+        given.reserve,
+        depth=lambda: settled.observe(table.connected_count(), table.depth(), trio.current_time()),
+        historical_done=given.fully_synced,
+        radius_changed=given.radius_changed,
+        batch=config.evict_batch,
+    )
+
+    def responsible(address: bytes) -> bool:
+        """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
+        return proximity(given.overlay, address) >= table.depth()
+
+    pushsync = PushSync(
+        given.identity,
+        config.network_id,
+        next_hops=lambda address, origin: closer_peers(given.overlay, address, given.peers(), origin),
+        store=lambda chunk: given.store_synced([chunk]),
+        responsible=responsible,
+        radius=lambda: given.reserve.radius,
+        hop_limit=config.hop_limit,
+        timeout=config.retrieve_timeout,
+    )
+    pusher = Pusher(
+        given.store,
+        get_chunk=given.store.get,
+        push=pushsync.push,
+        responsible=responsible,
+        has_peers=lambda: any(True for _ in given.peers()),
+        released=worker.wake,
+        workers=config.push_workers,
+    )
+    given.reserve.add_holder(pusher)
+    uploads = Uploads(
+        pusher,
+        given.pins,
+        store_chunks=given.store_uploaded,
+        store_checked=partial(given.store_uploaded, verified=False),
+        get_chunk=given.retrieve,
+        protected_changed=worker.wake,
+        receipt_timeout=config.receipt_timeout,
+    )
+    return ReserveServices(offer_leases, worker, pushsync, pusher, uploads)

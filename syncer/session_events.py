@@ -1,0 +1,82 @@
+"""What a message received by a `DownstreamSession` means: the events it returns (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamer.messages import ChunkDelivery, OfferedHashes, ProvenOffer
+from syncer.provable import StateAccepted, StateSuperseded
+
+__all__ = [
+    "ChunkArrived",
+    "CursorsReceived",
+    "Offer",
+    "OfferCrossed",
+    "OfferReceived",
+    "SessionEvent",
+    "StreamKey",
+    "UnsubscribeAcked",
+]
+
+StreamKey = tuple[int, bool]
+"""A stream: (bin of the upstream's pull index, live)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CursorsReceived:
+    """The upstream's store epoch and its cursor per bin (all 32; missing bins are 0)."""
+
+    epoch: int
+    cursors: tuple[int, ...]
+
+
+Offer = OfferedHashes | ProvenOffer
+
+
+@dataclass(frozen=True, slots=True)
+class OfferReceived:
+    """An offer to answer, in order; `last` marks the final offer of a historical stream.
+
+    ``root``: the upstream's state at the offer's end, when the session verified its proof."""
+
+    offer: Offer
+    last: bool
+    root: bytes | None = None
+
+    @property
+    def holes(self) -> list[int]:
+        """Entries the upstream cannot deliver: never to be wanted."""
+        return self.offer.hole_indices() if isinstance(self.offer, ProvenOffer) else []
+
+
+@dataclass(frozen=True, slots=True)
+class OfferCrossed:
+    """An offer of a stream we are unsubscribing from: it crossed our Unsubscribe, ignore it."""
+
+    offer: Offer
+
+
+@dataclass(frozen=True, slots=True)
+class UnsubscribeAcked:
+    """The upstream stopped the stream: no offer of it follows."""
+
+    key: StreamKey
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkArrived:
+    """A wanted chunk: its data must hash to `address` (the offered hash)."""
+
+    address: bytes
+    delivery: ChunkDelivery
+
+
+SessionEvent = (
+    CursorsReceived
+    | OfferReceived
+    | OfferCrossed
+    | UnsubscribeAcked
+    | ChunkArrived
+    | StateAccepted
+    | StateSuperseded
+)
