@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import plyvel
@@ -39,10 +39,10 @@ from localstore.chunk import ADDRESS_SIZE, Chunk
 from localstore.directory import FORMAT_VERSION
 from localstore.errors import ChunkDamaged, ChunkNotFound, StoreClosed
 from localstore.pullindex import encode_entry
+from localstore.statenamespace import StateNamespace
 from localstore.storefiles import (
     BINS,
     KEY_BIN_COUNTER,
-    KEY_STATE,
     MAX_BIN,
     META_SLOTS,
     META_VERSION,
@@ -88,7 +88,7 @@ def _check_address(address: bytes) -> None:
         raise ValueError(f"address is {len(address)} bytes, not {ADDRESS_SIZE}")
 
 
-class LocalStore:
+class LocalStore(StateNamespace):
     """Chunks, their per-bin pull index, the store epoch and a key-value state namespace.
 
     Not thread-safe: use it from one thread (the trio thread, or a script without trio).
@@ -422,37 +422,6 @@ class LocalStore:
         event = self._waiters.pop(bin, None)
         if event is not None:
             event.set()
-
-    # -- state namespace -----------------------------------------------------------------------
-
-    def get_state(self, key: bytes) -> bytes | None:
-        """The state value stored under ``key``, or None."""
-        value: bytes | None = self._live().get(KEY_STATE + key)
-        return value
-
-    def put_state(self, key: bytes, value: bytes) -> None:
-        self._live().put(KEY_STATE + key, value)
-
-    def delete_state(self, key: bytes) -> None:
-        self._live().delete(KEY_STATE + key)
-
-    def iter_state(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
-        """Yield ``(key, value)`` for state keys starting with ``prefix``, in key order."""
-        entries = self._live().iterator(prefix=KEY_STATE + prefix)
-        return ((key[1:], value) for key, value in entries)
-
-    def write_state_batch(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None:
-        """Apply several state puts and deletes atomically. A key may not be in both."""
-        deletes = list(deletes)
-        both = set(deletes).intersection(puts)
-        if both:
-            raise ValueError(f"state keys both put and deleted: {sorted(k.hex() for k in both)}")
-        batch = self._live().write_batch()
-        for key in deletes:
-            batch.delete(KEY_STATE + key)
-        for key, value in puts.items():
-            batch.put(KEY_STATE + key, value)
-        batch.write()
 
     # -- introspection -------------------------------------------------------------------------
 
