@@ -41,6 +41,7 @@ from localstore import LocalStore
 from localstore.binlog import TREE_LEVEL, BinLogs, stored_nodes
 from localstore.merkle import leaf_hash, verify_consistency, verify_inclusion
 from localstore.pullindex import PullIndex, encode_entry
+from pot import MAX_PO
 from streamer.codec import encode
 from streamer.identity import NodeIdentity
 from streamer.messages import ProvenOffer, StateRequest
@@ -48,7 +49,7 @@ from streamer.states import StateSigner, verify_state
 from syncer.provable import ProvenLogs
 from syncer.proving import proven_offer, state_reply
 
-BINS = 32
+BINS = MAX_PO + 1
 BATCH = 128
 
 

@@ -4,13 +4,14 @@ Both sides run the same per-key function (``swarm.sim.simulate.simulate``) over 
 serial side as a plain loop. The Spark time is reported with and without starting Spark (the JVM and
 the SparkContext count against the speed-up; the SQL session, which only the table writing needs,
 is not started); the bench also checks that both sides produced identical per-run rows.
-``pool_speedup`` is the same grid on a plain ``multiprocessing`` pool (``--pool`` workers, no
-Spark): the ceiling this machine's cores allow. The machine may be shared: ``other_cores_*`` is the
-CPU (in cores) that processes other than this bench and its JVM and workers used during each phase
-(from /proc; null elsewhere). Prints one JSON line.
-By default the grid is that of ``swarm sim`` with its defaults (N = 64, 256, 1024; 20 runs; 180
-networks; about 5 minutes in all on 2 cores); ``--nodes 256,1024 --runs 8`` is a quicker one.
-Run as ``python -m benches.sim [--nodes 64,256,1024] [--runs 20] [--master local[2]] [--pool 2]``.
+With ``--pool N`` the same grid also runs on a plain ``multiprocessing`` pool (no Spark): the ceiling
+this machine's cores allow. The machine may be shared: ``other_cores_*`` is the CPU (in cores) that
+processes other than this bench and its JVM and workers used during each phase (from /proc; null
+elsewhere). Prints one JSON line.
+By default the grid is that of ``swarm sim`` with its defaults (N = 1024, 4096, 16384; 3 runs; the four
+strategies: 36 networks; the serial pass alone takes about as long as ``swarm sim`` on two cores, times
+two); ``--nodes 256,1024 --runs 2`` is a quick one. ``--churn RATE`` runs the grid under churn.
+Run as ``python -m benches.sim [--nodes N,...] [--runs R] [--churn RATE] [--master local[2]] [--pool 0]``.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ import os
 import time
 from functools import partial
 
-from swarm.sim.command import DEFAULT_NODES
+from kademlia import STRATEGIES as REGISTRY
+from swarm.sim.command import DEFAULT_NODES, DEFAULT_RUNS
 from swarm.sim.grid import GridKey, SimParams, make_grid
 from swarm.sim.simulate import simulate
 from swarm.sim.spark import run_grid, start_context
 
-STRATEGIES = ["first", "gap", "temperature"]
+STRATEGIES = ["first", "gap", "temperature", "hottest"]
+assert set(STRATEGIES) == set(REGISTRY)
 
 
 def _busy_jiffies() -> int | None:
@@ -97,15 +100,18 @@ def _run_row(key: GridKey, params: SimParams) -> tuple[object, ...]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", default=DEFAULT_NODES, help="network sizes (default: as swarm sim)")
-    parser.add_argument("--runs", type=int, default=20, help="runs per size and strategy (as swarm sim)")
+    parser.add_argument(
+        "--runs", type=int, default=DEFAULT_RUNS, help="runs per size and strategy (as swarm sim)"
+    )
     parser.add_argument("--lookups", type=int, default=2000)
+    parser.add_argument("--churn", type=float, default=0.0, help="churn rate (as swarm sim --churn)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument(
-        "--pool", type=int, default=2, help="also run the grid on a process pool of this size (0: skip)"
+        "--pool", type=int, default=0, help="also run the grid on a process pool of this size (0: skip)"
     )
     args = parser.parse_args()
     sizes = [int(n) for n in args.nodes.split(",")]
-    params = SimParams(lookups=args.lookups)
+    params = SimParams(lookups=args.lookups, churn=args.churn)
     keys = make_grid(STRATEGIES, sizes, args.runs)
 
     t0 = time.perf_counter()
@@ -145,6 +151,7 @@ def main() -> None:
                     "nodes": sizes,
                     "runs": args.runs,
                     "lookups": args.lookups,
+                    "churn": args.churn,
                 },
                 "networks": len(keys),
                 "cpus": os.cpu_count(),

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pot import MAX_PO
+
 __all__ = ["neighbourhood_depth", "sync_bins"]
 
 
-def neighbourhood_depth(
-    connected_counts: Sequence[int], known_counts: Sequence[int], neighbourhood_size: int
-) -> int:
-    """The depth of a table given, for every bin 0..max_po, its connected and known peer counts.
+def neighbourhood_depth(connected_counts: Sequence[int], neighbourhood_size: int) -> int:
+    """The depth of a table given, for every bin 0..max_po, its connected peer count.
 
     Depth is the smaller of two bounds: the highest PO ``d`` such that the connected peers with bin >= ``d``
     number at least ``neighbourhood_size`` (0 if there are fewer connected peers than that), and the
@@ -20,15 +20,9 @@ def neighbourhood_depth(
     its bin ``q`` (one there would be closer to the chunk), so the cap keeps its depth at most ``q``: the
     chunk lies in its neighbourhood, it stores every chunk routed to it, and pull syncing carries any
     chunk up to it. A cap on known-but-unconnected bins alone let that depth pass ``q``; the node closest
-    to the chunk, where greedy retrieval ends, then neither kept nor pulled it.
-
-    ``known_counts`` no longer affects the result (the old "known but not connected" cap is a special case
-    of the empty-bin cap); it is kept for the callers' signature and checked to have as many bins.
+    to the chunk, where greedy retrieval ends, then neither kept nor pulled it (the empty-bin cap covers
+    the old "known but not connected" cap, so known peers do not enter the depth at all).
     """
-    if len(connected_counts) != len(known_counts):
-        raise ValueError(
-            f"connected_counts has {len(connected_counts)} bins but known_counts has {len(known_counts)}"
-        )
     if neighbourhood_size < 1:
         raise ValueError(f"neighbourhood_size must be at least 1, got {neighbourhood_size}")
     depth = 0
@@ -44,7 +38,7 @@ def neighbourhood_depth(
     return depth
 
 
-def sync_bins(peer_po: int, depth: int, max_po: int = 31) -> list[int]:
+def sync_bins(peer_po: int, depth: int, max_po: int = MAX_PO) -> list[int]:
     """The upstream pull-index bins to sync from a peer at ``peer_po`` from us, given our ``depth``.
 
     A peer outside our neighbourhood (``peer_po < depth``) gives us only its bin ``peer_po``: exactly the

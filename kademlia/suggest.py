@@ -1,23 +1,30 @@
-"""Which known peer to connect next: the bin-filling policy and the per-bin choice strategies.
+"""Which known peer to connect next: the bin-filling policy and the suggestion strategies.
 
-The policy (:func:`suggest_peer`) decides which bin needs a peer; a :class:`SuggestionStrategy` decides
-which of that bin's candidates to take. ``first`` is what a naive Kademlia does; ``gap`` and
-``temperature`` use the address-space gap searches of the pot (DESIGN.md, seed 003 "Address space gaps").
+The policy (:func:`suggest_peer`) decides which bins need a peer; a :class:`SuggestionStrategy` decides
+which candidate (known, unconnected, callable peer) of those bins to take:
 
-Ties between equally good candidates go to the one learned first. Not to the lowest address: while a
-bin holds no connected peer every candidate lies in the same gap (the whole bin), and "lowest address"
-would make every node of the network pick the same lowest-addressed peers, turning them into hubs (a
-64-node simulation gave those nodes 62 connections against a mean of 28). First-learned order is
-deterministic for one node but differs between nodes.
+- ``first``: the first candidate learned in the shallowest bin that needs one, as a naive Kademlia does;
+- ``gap`` / ``temperature``: in that same bin, the candidate filling the biggest / hottest address gap of
+  the connected pot (DESIGN.md, seed 003 "Address space gaps");
+- ``hottest``: across every bin that needs a peer, the hottest gap (seed 003 Fig. 3: a quarter of the
+  space served by the node alone is filled before a quarter served by two peers, even in another bin),
+  after giving every such bin without a connected peer its first one.
+
+The gap strategies do not score the candidates: they ask the connected pot and the bin's candidate pot
+together for the best gap holding a candidate (``pot.biggest_covered_gap`` / ``hottest_covered_gap``), so
+a suggestion costs the same with ten candidates or a hundred thousand. Within one gap every candidate fills
+it equally; the one nearest to the gap's anchor is taken. That is not "the lowest address": while a bin holds
+no connected peer the gap is the whole bin, anchored at the node's own address with the bin's bit flipped,
+so every node takes a different peer (a common tie-break would turn the same few peers into hubs).
+``kademlia.ranking`` keeps the per-candidate ranking this replaced, as the reference it is tested against.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from typing import Protocol
 
-from pot import Pot, covered_gap_po, covering_gap
+from pot import Cover, Pot, biggest_covered_gap, hottest_covered_gap
 
 from .table import PeerTable
 
@@ -25,6 +32,7 @@ __all__ = [
     "STRATEGIES",
     "FirstStrategy",
     "GapStrategy",
+    "HottestStrategy",
     "SuggestionStrategy",
     "TemperatureStrategy",
     "get_strategy",
@@ -32,77 +40,111 @@ __all__ = [
     "suggest_peer",
 ]
 
+IsCallable = Callable[[bytes], bool]
+_Search = Callable[[Pot, Pot, bytes, int], Cover | None]
+
 
 class SuggestionStrategy(Protocol):
-    """Chooses one candidate to connect among the known, unconnected, callable peers of a bin."""
+    """Chooses the candidate to connect among the bins the policy says need a peer."""
 
     @property
     def name(self) -> str:
         """The registry name of the strategy."""
         ...
 
-    def pick(self, table: PeerTable, bin: int, candidates: Sequence[bytes]) -> bytes:
-        """One of ``candidates`` (non-empty, in first-learned order), all in bin ``bin`` of ``table``."""
+    def pick(self, table: PeerTable, bins: Sequence[int], is_callable: IsCallable) -> bytes | None:
+        """A known, unconnected peer of one of ``bins`` for which ``is_callable`` holds; None if none.
+
+        ``bins`` are ascending and each holds at least one unconnected known peer.
+        """
         ...
 
 
-def _require(candidates: Sequence[bytes], bin: int) -> None:
-    if not candidates:
-        raise ValueError(f"no candidates to pick from in bin {bin}")
-
-
 class FirstStrategy:
-    """The first candidate learned: the baseline a naive Kademlia uses."""
+    """The first candidate learned, in the shallowest bin with one: the baseline a naive Kademlia uses."""
 
     name = "first"
 
-    def pick(self, table: PeerTable, bin: int, candidates: Sequence[bytes]) -> bytes:
-        """The first of ``candidates``."""
-        _require(candidates, bin)
-        return candidates[0]
+    def pick(self, table: PeerTable, bins: Sequence[int], is_callable: IsCallable) -> bytes | None:
+        for po in bins:
+            for peer in table.unconnected(po):
+                if is_callable(peer):
+                    return peer
+        return None
 
 
-class GapStrategy:
-    """The candidate covering the biggest address gap (lowest gap PO); ties: the first learned."""
+def _cover_in_bin(table: PeerTable, po: int, is_callable: IsCallable, search: _Search) -> Cover | None:
+    """The best gap of bin ``po`` holding a callable candidate, by ``search``, and that candidate.
+
+    An uncallable pick is left out and the search repeated: one more search per uncallable candidate
+    that would have been chosen (the connection manager has at most a few dialling or backing off).
+    """
+    prefix, bits = table.bin_region(po)
+    members = table.bin_pot(po)  # the connected pot's members in the region: the same search, smaller pot
+    candidates = table.candidates(po)
+    while True:
+        cover = search(members, candidates, prefix, bits)
+        if cover is None or is_callable(cover.candidate):
+            return cover
+        candidates = candidates.remove(cover.candidate)
+
+
+class _SearchInBin:
+    """In the shallowest bin with a callable candidate, the candidate filling the best gap by ``search``."""
+
+    name: str
+    _search: _Search
+
+    def pick(self, table: PeerTable, bins: Sequence[int], is_callable: IsCallable) -> bytes | None:
+        for po in bins:
+            cover = _cover_in_bin(table, po, is_callable, type(self)._search)
+            if cover is not None:
+                return cover.candidate
+        return None
+
+
+class GapStrategy(_SearchInBin):
+    """The candidate in the biggest gap (lowest PO) of the bin; ties: lower anchor, then nearest to it."""
 
     name = "gap"
-
-    @staticmethod
-    def key(connected: Pot, candidate: bytes) -> int:
-        """Ranking key, smallest best: the PO of the gap ``candidate`` covers in ``connected``."""
-        return covered_gap_po(connected, candidate)
-
-    def pick(self, table: PeerTable, bin: int, candidates: Sequence[bytes]) -> bytes:
-        """The first candidate with the smallest :meth:`key` against the connected pot (with base)."""
-        _require(candidates, bin)
-        connected = table.connected_pot()
-        return min(candidates, key=lambda c: self.key(connected, c))
+    _search = staticmethod(biggest_covered_gap)
 
 
-class TemperatureStrategy:
-    """The candidate in the hottest gap (size / serving peers); ties: lowest gap PO, then first learned."""
+class TemperatureStrategy(_SearchInBin):
+    """The candidate in the hottest gap (size / serving peers) of the bin; ties: lower PO, lower anchor."""
 
     name = "temperature"
+    _search = staticmethod(hottest_covered_gap)
 
-    @staticmethod
-    def key(connected: Pot, candidate: bytes) -> tuple[Fraction, int]:
-        """Ranking key, smallest best: minus the temperature of the gap ``candidate`` lies in, its PO.
 
-        The temperature is recomputed exactly from the gap's PO and serving count
-        (``2**-(po+1) / serving``), so equal temperatures compare equal whatever their float rounding.
-        """
-        gap = covering_gap(connected, candidate)
-        return -Fraction(1, 2 ** (gap.po + 1) * gap.serving), gap.po
+class HottestStrategy:
+    """Across the bins, the hottest gap first; but a bin without a connected peer gets one before that.
 
-    def pick(self, table: PeerTable, bin: int, candidates: Sequence[bytes]) -> bytes:
-        """The first candidate with the smallest :meth:`key` against the connected pot (with base)."""
-        _require(candidates, bin)
-        connected = table.connected_pot()
-        return min(candidates, key=lambda c: self.key(connected, c))
+    A bin without a connected peer leaves a whole region served by nobody but the node's own side and caps
+    the depth, so the shallowest such bin is filled first (its candidate nearest to the node's mirror in
+    the bin, as ``temperature`` picks there). Then the hottest gap of all the bins, ties: lower PO, then
+    lower anchor (bins never share a gap). Saturation is the policy's: only bins it offers are searched.
+    """
+
+    name = "hottest"
+
+    def pick(self, table: PeerTable, bins: Sequence[int], is_callable: IsCallable) -> bytes | None:
+        best: tuple[tuple[int, int, bytes], bytes] | None = None
+        for po in bins:
+            cover = _cover_in_bin(table, po, is_callable, hottest_covered_gap)
+            if cover is None:
+                continue
+            if not table.connected(po):
+                return cover.candidate
+            gap = cover.gap
+            rank = (gap.serving << (gap.po + 1), gap.po, gap.anchor)
+            if best is None or rank < best[0]:
+                best = rank, cover.candidate
+        return None if best is None else best[1]
 
 
 STRATEGIES: dict[str, SuggestionStrategy] = {
-    s.name: s for s in (FirstStrategy(), GapStrategy(), TemperatureStrategy())
+    s.name: s for s in (FirstStrategy(), GapStrategy(), TemperatureStrategy(), HottestStrategy())
 }
 
 
@@ -119,35 +161,18 @@ def _always(_: bytes) -> bool:
     return True
 
 
-def _next_bin(table: PeerTable, is_callable: Callable[[bytes], bool]) -> tuple[int, list[bytes]] | None:
-    """The bin that needs a peer next and its candidates, or None when there is none (see suggest_peer)."""
-
-    def candidates(po: int) -> list[bytes]:
-        return [p for p in table.known(po) if not table.is_connected(p) and is_callable(p)]
-
-    for po in range(table.max_po + 1):
-        if len(table.connected(po)) < table.saturation:
-            found = candidates(po)
-            if found:
-                return po, found
-    for po in range(table.depth(), table.max_po + 1):
-        found = candidates(po)
-        if found:
-            return po, found
-    return None
-
-
 def suggest_peer(
     table: PeerTable,
     strategy: SuggestionStrategy,
-    is_callable: Callable[[bytes], bool] = _always,
+    is_callable: IsCallable = _always,
 ) -> bytes | None:
     """The known peer to connect next, or None when the table is settled.
 
-    1. Shallowest bin first, a bin with fewer than ``saturation`` connected peers that has callable,
-       unconnected known peers: ``strategy`` picks among them.
-    2. Then the neighbourhood: in bins >= depth every known peer should be connected; the shallowest such
-       bin with a callable unconnected known peer: ``strategy`` picks.
+    1. Saturation: the bins with fewer than ``saturation`` connected peers that have callable, unconnected
+       known peers; ``strategy`` picks among them (``first``, ``gap`` and ``temperature`` in the shallowest
+       such bin, ``hottest`` across them).
+    2. Then the neighbourhood: in bins >= depth every known peer should be connected; ``strategy`` picks
+       among the bins >= depth with a callable unconnected known peer.
     3. Else None: bins are saturated and the neighbourhood is complete.
 
     Why this converges without connecting everyone: connecting only ever adds peers, so the count of
@@ -156,15 +181,21 @@ def suggest_peer(
     (or to all its callable peers), which lifts the empty-bin cap; step 2 connects the whole
     neighbourhood, which can only push the depth deeper, turning former neighbourhood bins into saturated
     bins that need nothing more. Each suggestion connects one more peer, so the process ends, and bins
-    below the final depth stop at ``saturation`` peers instead of taking every known peer.
+    below the final depth stop at ``saturation`` peers instead of taking every known peer. The order in
+    which a strategy takes bins does not change that end state's conditions.
     """
-    found = _next_bin(table, is_callable)
-    if found is None:
-        return None
-    po, candidates = found
-    return strategy.pick(table, po, candidates)
+    for bins in (table.unsaturated_bins(), table.neighbourhood_bins()):
+        if bins:
+            peer = strategy.pick(table, bins, is_callable)
+            if peer is not None:
+                return peer
+    return None
 
 
-def is_settled(table: PeerTable, is_callable: Callable[[bytes], bool] = _always) -> bool:
+def is_settled(table: PeerTable, is_callable: IsCallable = _always) -> bool:
     """Whether :func:`suggest_peer` has nothing to suggest (with any strategy)."""
-    return _next_bin(table, is_callable) is None
+    for bins in (table.unsaturated_bins(), table.neighbourhood_bins()):
+        for po in bins:
+            if any(is_callable(p) for p in table.unconnected(po)):
+                return False
+    return True

@@ -5,71 +5,29 @@ Pure: it takes overlay addresses and returns values; the connection manager arou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from functools import partial
 
-from pot import Pot, proximity
+from pot import MAX_PO, Pot, proximity
 
 from .depth import neighbourhood_depth, sync_bins
+from .snapshot import BinSummary, TableSnapshot
+from .tablepots import TablePots
 
-__all__ = ["BinSummary", "PeerTable", "TableSnapshot"]
-
-
-@dataclass(frozen=True)
-class BinSummary:
-    """One bin of a :class:`TableSnapshot`."""
-
-    po: int
-    known: int
-    connected: int
-    connected_peers: tuple[bytes, ...]
-    known_peers: tuple[bytes, ...] = ()  # every known peer of the bin, connected ones included
-
-
-@dataclass(frozen=True)
-class TableSnapshot:
-    """A point-in-time summary of a table, for the topology view."""
-
-    base: bytes
-    depth: int
-    neighbourhood_size: int
-    bins: tuple[BinSummary, ...]
-
-    @property
-    def known(self) -> int:
-        """All known peers (connected ones included)."""
-        return sum(b.known for b in self.bins)
-
-    @property
-    def connected(self) -> int:
-        """All connected peers."""
-        return sum(b.connected for b in self.bins)
-
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready form, addresses in hex."""
-        return {
-            "base": self.base.hex(),
-            "depth": self.depth,
-            "neighbourhood_size": self.neighbourhood_size,
-            "known": self.known,
-            "connected": self.connected,
-            "bins": [
-                {
-                    "po": b.po,
-                    "known": b.known,
-                    "connected": b.connected,
-                    "connected_peers": [p.hex() for p in b.connected_peers],
-                }
-                for b in self.bins
-            ],
-        }
+__all__ = ["PeerTable"]
 
 
 class PeerTable:
     """Known and connected peers of the node ``base``, grouped by bin = ``min(proximity, max_po)``.
 
     Every connected peer is also known. Known peers of a bin keep the order in which they were first
-    learned; connected peers the order in which they were connected. The pot of connected peers (the set
-    S of the address-space gap definition) is maintained incrementally.
+    learned; connected peers the order in which they were connected. The pot of connected peers with the
+    base (the set S of the address-space gap definition) is kept as a pot, and so is each bin's
+    *candidates* (known, not connected), which the gap searches of peer suggestion descend instead of
+    scoring every candidate; both are brought up to date when read (``kademlia.lazypot``).
+
+    ``max_known_per_bin`` bounds the address book: a peer learned into a bin that already holds that many
+    candidates is not kept (None: no bound). Connected peers never count against it.
     """
 
     def __init__(
@@ -79,7 +37,8 @@ class PeerTable:
         neighbourhood_size: int = 3,
         saturation: int = 4,
         over_saturation: int = 8,
-        max_po: int = 31,
+        max_po: int = MAX_PO,
+        max_known_per_bin: int | None = None,
     ) -> None:
         if not isinstance(base, bytes) or not base:
             raise ValueError(f"base must be a non-empty bytes address, got {base!r}")
@@ -91,18 +50,30 @@ class PeerTable:
             raise ValueError(f"over_saturation ({over_saturation}) must be >= saturation ({saturation})")
         if max_po < 0:
             raise ValueError(f"max_po must not be negative, got {max_po}")
+        if max_known_per_bin is not None and max_known_per_bin < 1:
+            raise ValueError(f"max_known_per_bin must be at least 1, got {max_known_per_bin}")
         self.base = base
         self.neighbourhood_size = neighbourhood_size
         self.saturation = saturation
         self.over_saturation = over_saturation
         self.max_po = max_po
+        self.max_known_per_bin = max_known_per_bin
         # Dicts used as insertion-ordered sets.
         self._known: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._connected: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._bin: dict[bytes, int] = {}  # every known peer -> its bin
-        self._pot = Pot()
-        self._pot_with_base = Pot().add(base)
+        self._pots = TablePots(base, max_po + 1)
         self._depth: int | None = None
+        self._deepest = -1  # the deepest bin that ever held a known peer
+        self._key = int.from_bytes(base)  # the base as an integer, for bin_of on the hot path of gossip
+        self._nbits = len(base) * 8
+
+    def _members(self) -> list[bytes]:
+        return [self.base, *self.connected_peers()]
+
+    def _bin_members(self, po: int) -> list[bytes]:
+        peers = list(self._connected[po])
+        return [self.base, *peers] if po == self.max_po else peers
 
     # -- addresses ---------------------------------------------------------------------------------
 
@@ -113,20 +84,48 @@ class PeerTable:
                 f"peer address must be {len(self.base)} bytes, got {overlay!r}"
                 f" ({len(overlay) if isinstance(overlay, bytes) else type(overlay).__name__})"
             )
-        if overlay == self.base:
+        distance = self._key ^ int.from_bytes(overlay)
+        if not distance:
             raise ValueError(f"peer address {overlay.hex()} is the table's own base address")
-        return min(proximity(self.base, overlay), self.max_po)
+        po = self._nbits - distance.bit_length()  # pot.proximity, without converting the base every time
+        return po if po < self.max_po else self.max_po
 
     # -- changes ----------------------------------------------------------------------------------
 
+    def bin_region(self, po: int) -> tuple[bytes, int]:
+        """Bin ``po`` as a pot region ``(prefix, bits)``: the base with bit ``po`` flipped, ``po + 1`` bits.
+
+        The last bin (``max_po``) also holds every deeper peer: its region is the base's first ``max_po``
+        bits (which the base shares too; it is never a candidate).
+        """
+        self._check_bin(po)
+        if po == self.max_po:
+            return self.base, po
+        key = self._key ^ (1 << (self._nbits - 1 - po))
+        return key.to_bytes(len(self.base)), po + 1
+
     def add_known(self, overlay: bytes) -> bool:
-        """Learn a peer; True if it was not known before."""
-        po = self.bin_of(overlay)
-        if overlay in self._bin:
+        """Learn a peer; True if it was not known before (and its bin had room: ``max_known_per_bin``)."""
+        if overlay in self._bin:  # the common case when gossip repeats itself: no proximity to compute
+            return False
+        # bin_of, inlined (gossip in a simulation calls this tens of millions of times); it still raises
+        if type(overlay) is not bytes or len(overlay) * 8 != self._nbits:
+            self.bin_of(overlay)
+        distance = self._key ^ int.from_bytes(overlay)
+        if not distance:
+            self.bin_of(overlay)
+        po = self._nbits - distance.bit_length()
+        if po > self.max_po:
+            po = self.max_po
+        known = self._known[po]
+        cap = self.max_known_per_bin
+        if cap is not None and len(known) - len(self._connected[po]) >= cap:
             return False
         self._bin[overlay] = po
-        self._known[po][overlay] = None
-        self._depth = None
+        known[overlay] = None
+        if po > self._deepest:
+            self._deepest = po
+        self._pots.learned(po, overlay)
         return True
 
     def remove_known(self, overlay: bytes) -> bool:
@@ -137,18 +136,21 @@ class PeerTable:
         self.disconnect(overlay)
         del self._bin[overlay]
         del self._known[po][overlay]
-        self._depth = None
+        self._pots.forgotten(po, overlay)
         return True
 
     def connect(self, overlay: bytes) -> bool:
-        """Mark a peer connected (learning it if new); True if it was not connected before."""
-        self.add_known(overlay)
-        po = self._bin[overlay]
+        """Mark a peer connected (learning it if new, whatever the bound); True if it was not connected."""
+        po = self._bin.get(overlay)
+        if po is None:
+            po = self._bin[overlay] = self.bin_of(overlay)
+            self._known[po][overlay] = None
+            self._deepest = max(self._deepest, po)
+            self._pots.learned(po, overlay)
         if overlay in self._connected[po]:
             return False
         self._connected[po][overlay] = None
-        self._pot = self._pot.add(overlay)
-        self._pot_with_base = self._pot_with_base.add(overlay)
+        self._pots.connected(po, overlay)
         self._depth = None
         return True
 
@@ -158,8 +160,7 @@ class PeerTable:
         if overlay not in self._connected[po]:
             return False
         del self._connected[po][overlay]
-        self._pot = self._pot.remove(overlay)
-        self._pot_with_base = self._pot_with_base.remove(overlay)
+        self._pots.disconnected(po, overlay)
         self._depth = None
         return True
 
@@ -182,6 +183,46 @@ class PeerTable:
         """Connected peers of bin ``po``, in the order connected."""
         return list(self._connected[self._check_bin(po)])
 
+    def has_room(self, po: int) -> bool:
+        """Whether bin ``po`` takes another known peer (fewer candidates than ``max_known_per_bin``)."""
+        cap = self.max_known_per_bin
+        return cap is None or len(self._known[po]) - len(self._connected[po]) < cap
+
+    def unconnected(self, po: int) -> Iterator[bytes]:
+        """Known, unconnected peers of bin ``po``, lazily, in the order first learned."""
+        connected = self._connected[self._check_bin(po)]
+        return (p for p in self._known[po] if p not in connected)
+
+    def unconnected_count(self, po: int) -> int:
+        """How many known peers of bin ``po`` are not connected."""
+        return len(self._known[self._check_bin(po)]) - len(self._connected[po])
+
+    def candidates(self, po: int) -> Pot:
+        """The known, unconnected peers of bin ``po`` as a pot (see ``kademlia.candidates``)."""
+        return self._pots.candidates(self._check_bin(po), partial(self.unconnected, po))
+
+    # The three below look at bins up to the deepest that ever held a peer (``_deepest``), not all of
+    # them: most are empty, and suggestions and gossip ask these questions on every turn.
+
+    def connected_bins(self) -> list[tuple[int, list[bytes]]]:
+        """``(po, connected peers)`` for every bin holding a connected peer, shallowest first."""
+        connected = self._connected
+        return [(po, list(connected[po])) for po in range(self._deepest + 1) if connected[po]]
+
+    def unsaturated_bins(self) -> list[int]:
+        """Bins with fewer than ``saturation`` connected peers and a candidate, shallowest first."""
+        sat, known, connected = self.saturation, self._known, self._connected
+        return [
+            po
+            for po in range(self._deepest + 1)
+            if len(connected[po]) < sat and len(known[po]) > len(connected[po])
+        ]
+
+    def neighbourhood_bins(self) -> list[int]:
+        """Bins at or beyond depth with a candidate, shallowest first."""
+        known, connected = self._known, self._connected
+        return [po for po in range(self.depth(), self._deepest + 1) if len(known[po]) > len(connected[po])]
+
     def known_peers(self) -> list[bytes]:
         """Every known peer, shallowest bin first."""
         return [p for peers in self._known for p in peers]
@@ -196,11 +237,21 @@ class PeerTable:
 
     def connected_count(self) -> int:
         """How many peers are connected."""
-        return len(self._pot)
+        return sum(map(len, self._connected))
+
+    def release_pots(self) -> None:
+        """Let the candidate pots go until a search needs them again (built anew then): for a holder of
+        many settled tables, such as the simulation, whose memory they would otherwise fill."""
+        self._pots.release_candidates()
+
+    def bin_pot(self, po: int) -> Pot:
+        """The connected peers of bin ``po`` as a pot, with the base in the last bin (which shares its
+        region, ``bin_region``): the members a gap search of the bin descends, without the rest."""
+        return self._pots.bin_pot(self._check_bin(po), partial(self._bin_members, po))
 
     def connected_pot(self, with_base: bool = True) -> Pot:
         """The connected peers as a pot; with the base it is the set S of the address-space gap definition."""
-        return self._pot_with_base if with_base else self._pot
+        return self._pots.connected_pot(self._members, with_base)
 
     # -- depth, saturation, sync ------------------------------------------------------------------
 
@@ -214,9 +265,7 @@ class PeerTable:
         it keeps every chunk routed to it. See :func:`~kademlia.depth.neighbourhood_depth`.
         """
         if self._depth is None:
-            self._depth = neighbourhood_depth(
-                [len(c) for c in self._connected], [len(k) for k in self._known], self.neighbourhood_size
-            )
+            self._depth = neighbourhood_depth([len(c) for c in self._connected], self.neighbourhood_size)
         return self._depth
 
     def is_saturated(self, po: int) -> bool:
@@ -225,6 +274,20 @@ class PeerTable:
         Saturation only limits bins below depth; in the neighbourhood every known peer is wanted.
         """
         return len(self._connected[self._check_bin(po)]) >= self.saturation
+
+    def accepts(self, overlay: bytes) -> bool:
+        """Whether an inbound connection from ``overlay`` is welcome: it is connected already, or its bin is
+        in the neighbourhood, or holds fewer than ``over_saturation`` connected peers.
+
+        bee refuses the others (``Kad.Pick``); the simulation does too, which keeps popular peers from
+        collecting connections without limit.
+        """
+        po = self.bin_of(overlay)
+        return (
+            overlay in self._connected[po]
+            or po >= self.depth()
+            or len(self._connected[po]) < self.over_saturation
+        )
 
     def over_saturated(self) -> list[bytes]:
         """Connected peers to disconnect: the surplus beyond ``over_saturation`` in each bin below depth.

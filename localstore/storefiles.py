@@ -54,11 +54,12 @@ from localstore.errors import MOVE_AWAY, StoreCorrupt, UnsupportedStoreVersion
 from localstore.pullindex import PullIndex, pull_file_name
 from localstore.recovery import rebuild_index, repair_torn_files, scan_slots
 from localstore.slots import SlotMap, SlotSummaryError
+from pot import MAX_PO
 
 __all__ = ["BINS", "KEY_BIN_COUNTER", "KEY_STATE", "MAX_BIN", "META_SLOTS", "META_VERSION", "StoreFiles"]
 
-MAX_BIN = 31
-"""Bins are capped at PO 31: every chunk at least that close to the overlay shares bin 31."""
+MAX_BIN = MAX_PO
+"""Bins are capped at ``pot.MAX_PO`` (31): every chunk at least that close to the overlay shares it."""
 BINS = MAX_BIN + 1
 
 KEY_META = b"m"

@@ -3,8 +3,19 @@
 Pure and stdlib-only: the bottom layer every other package builds on.
 """
 
-from pot.gaps import Gap, covered_gap_po, covering_gap
+from pot.cover import Cover, biggest_covered_gap, covered_gap_po, covering_gap, hottest_covered_gap
+from pot.gaps import Gap
 from pot.proximity import MAX_PO, proximity
 from pot.tree import Pot
 
-__all__ = ["MAX_PO", "Gap", "Pot", "covered_gap_po", "covering_gap", "proximity"]
+__all__ = [
+    "MAX_PO",
+    "Cover",
+    "Gap",
+    "Pot",
+    "biggest_covered_gap",
+    "covered_gap_po",
+    "covering_gap",
+    "hottest_covered_gap",
+    "proximity",
+]

@@ -1,4 +1,4 @@
-"""Address-space gaps: the biggest and the hottest gap of a pot, and the gap a candidate would fill.
+"""Address-space gaps: the ``Gap`` value and the biggest and hottest gap searches on trie nodes.
 
 For a member ``n`` of a set S and a PO ``p``, ``R(n, p)`` is every address that shares the first ``p``
 bits with ``n`` and differs at bit ``p``: ``1 / 2 ** (p + 1)`` of the address space. It is a *gap* when no
@@ -21,20 +21,18 @@ and the ``n`` of the subtree it hangs off, at the same place in the trie, so ran
 one shift and one comparison more than ranking by size, at each node creation and at each search.
 Ties are broken explicitly (lower PO, then lower anchor), and temperatures are compared exactly, as the
 integer ``serving << (po + 1)`` (the inverse of the temperature, the *cost*).
+
+Which gap a candidate address would fill, and which candidate fills the biggest or hottest gap, is
+``pot.cover`` (it works on two pots; this module knows only trie nodes, so ``pot.tree`` can use it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pot._trie import Node
-from pot.proximity import proximity
 
-if TYPE_CHECKING:
-    from pot.tree import Pot
-
-__all__ = ["Gap", "covered_gap_po", "covering_gap"]
+__all__ = ["Gap", "biggest_gap", "empty_region_gap", "hottest_gap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,29 +101,3 @@ def hottest_gap(top: Node, first_po: int, nbits: int) -> Gap | None:
     if po == nbits:
         return None
     return Gap.of(po, top.hot_addr, top.hot_cost >> (po + 1))
-
-
-def covered_gap_po(connected: Pot, candidate: bytes) -> int:
-    """The PO of the gap ``candidate`` would fill: its greatest proximity to a member of ``connected``.
-
-    The full bit length when it is a member. ``ValueError`` for an empty pot or a length mismatch. O(depth).
-    """
-    if not connected:
-        raise ValueError("covered_gap_po of an empty pot: no member to measure the candidate against")
-    return proximity(candidate, next(connected.closest(candidate)))
-
-
-def covering_gap(connected: Pot, candidate: bytes) -> Gap:
-    """The gap of ``connected`` that ``candidate`` lies in. O(depth).
-
-    ``po`` is ``covered_gap_po``; the members at exactly that proximity to the candidate serve it and the
-    lowest of them anchors it. ``ValueError`` if the pot is empty or ``candidate`` is a member.
-    """
-    if not connected:
-        raise ValueError("covering_gap of an empty pot: the candidate lies in no gap of a member")
-    nearest = next(connected.closest(candidate))
-    po = proximity(candidate, nearest)
-    if po == len(candidate) * 8:
-        raise ValueError(f"covering_gap: candidate {candidate.hex()} is a member, it lies in no gap")
-    serving = connected.with_prefix(nearest, po + 1)
-    return Gap.of(po, next(iter(serving)), len(serving))

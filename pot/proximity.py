@@ -9,8 +9,13 @@ from __future__ import annotations
 __all__ = ["MAX_PO", "proximity"]
 
 MAX_PO = 31
-"""The highest proximity-order bin, as in the reference: peers and chunks at least this close share
-it. Kademlia bins and each store's pull-index bins are numbered 0..MAX_PO."""
+"""The deepest bin: peers and chunks at least this close share bin ``MAX_PO``. Kademlia bins and each
+store's pull-index bins are numbered ``0..MAX_PO``.
+
+The reference caps bins at 31 (``swarm.MaxPO``); the pot itself works on full addresses and never caps.
+It is defined here, at the bottom of the stack, because every layer that bins addresses (kademlia, the
+localstore's pull index, the stream messages, the sync intervals) may import ``pot`` and nothing above it.
+"""
 
 
 def proximity(a: bytes, b: bytes) -> int:

@@ -143,6 +143,18 @@ class Pot:
         self._check_length(target, "closest")
         return _trie.by_distance(self._root, int.from_bytes(target), self._nbits)
 
+    def nearest(self, target: bytes) -> bytes:
+        """The member closest to ``target`` by XOR distance (``target`` itself when a member). O(depth).
+
+        The first item of ``closest(target)`` without making an iterator: the step of greedy routing.
+        ``ValueError`` for an empty pot or a length mismatch.
+        """
+        target = _as_bytes(target)
+        if self._root is None:
+            raise ValueError("nearest member of an empty pot")
+        self._check_length(target, "nearest")
+        return _trie.nearest(self._root, int.from_bytes(target), self._nbits).addr
+
     def with_prefix(self, prefix: bytes, bits: int) -> Pot:
         """The members whose first ``bits`` bits equal those of ``prefix``, as a pot sharing this one's nodes.
 

@@ -1,10 +1,9 @@
-"""Peer suggestion: the strategies (seed 003 "Address space gaps" examples, brute force) and the policy."""
+"""Peer suggestion: seed 003's examples through suggest_peer, brute force, the old ranking, the policy."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +13,7 @@ from kademlia import (
     STRATEGIES,
     FirstStrategy,
     GapStrategy,
+    HottestStrategy,
     PeerTable,
     SuggestionStrategy,
     TemperatureStrategy,
@@ -21,11 +21,12 @@ from kademlia import (
     is_settled,
     suggest_peer,
 )
-from pot import Gap
+from kademlia.ranking import gap_key, rank_by_gap, rank_by_temperature, temperature_key
 
 FIRST = get_strategy("first")
 GAP = get_strategy("gap")
 TEMPERATURE = get_strategy("temperature")
+HOTTEST = get_strategy("hottest")
 
 
 def a(bits: str) -> bytes:
@@ -35,7 +36,6 @@ def a(bits: str) -> bytes:
 
 
 BASE = a("00000000")
-BIN0 = a("10000000")  # base with bit 0 flipped: the prefix of bin 0
 
 
 def table_of(connected: Sequence[str] = (), known: Sequence[str] = (), **kwargs: int) -> PeerTable:
@@ -48,141 +48,120 @@ def table_of(connected: Sequence[str] = (), known: Sequence[str] = (), **kwargs:
     return t
 
 
-def region(gap: Gap) -> str:
-    """The gap's region R(anchor, po) of a 1-byte address space as a pattern like ``101xxxxx``."""
-    bits = f"{gap.anchor[0]:08b}"
-    flipped = "1" if bits[gap.po] == "0" else "0"
-    return bits[: gap.po] + flipped + "x" * (7 - gap.po)
-
-
-def candidates_in(table: PeerTable, po: int) -> list[bytes]:
-    return [p for p in table.known(po) if not table.is_connected(p)]
+def picks(t: PeerTable) -> dict[str, bytes | None]:
+    return {name: suggest_peer(t, strategy) for name, strategy in STRATEGIES.items()}
 
 
 # -- registry ------------------------------------------------------------------------------------
 
 
 def test_registry_names_and_lookup() -> None:
-    assert sorted(STRATEGIES) == ["first", "gap", "temperature"]
-    assert isinstance(FIRST, FirstStrategy) and FIRST.name == "first"
-    assert isinstance(GAP, GapStrategy) and GAP.name == "gap"
-    assert isinstance(TEMPERATURE, TemperatureStrategy) and TEMPERATURE.name == "temperature"
+    assert sorted(STRATEGIES) == ["first", "gap", "hottest", "temperature"]
+    assert isinstance(FIRST, FirstStrategy) and isinstance(GAP, GapStrategy)
+    assert isinstance(TEMPERATURE, TemperatureStrategy) and isinstance(HOTTEST, HottestStrategy)
     for name, strategy in STRATEGIES.items():
         assert strategy.name == name
 
 
 def test_unknown_strategy_lists_the_valid_names() -> None:
-    with pytest.raises(ValueError, match=r"'hottest'.*first, gap, temperature"):
-        get_strategy("hottest")
+    with pytest.raises(ValueError, match=r"'coolest'.*first, gap, hottest, temperature"):
+        get_strategy("coolest")
 
 
-@pytest.mark.parametrize("strategy", list(STRATEGIES.values()), ids=list(STRATEGIES))
-def test_pick_needs_candidates(strategy: SuggestionStrategy) -> None:
-    with pytest.raises(ValueError, match="bin 0"):
-        strategy.pick(table_of(["10000000"]), 0, [])
+# -- seed 003 "Address space gaps", with 1-byte addresses, through suggest_peer ---------------------------
 
 
-# -- seed 003 "Address space gaps", with 1-byte addresses ---------------------------------------------
-
-
-def test_seed_first_takes_the_first_callable_but_gap_covers_the_biggest_gap() -> None:
+def test_seed_first_takes_the_first_callable_the_others_the_biggest_gap() -> None:
     # node 00000000, connected only with 10000000 in bin 0, known in bin 0: 10000001 and 11000000
     t = table_of(["10000000"], ["10000001", "11000000"])
-    candidates = candidates_in(t, 0)
-    assert candidates == [a("10000001"), a("11000000")]
-    assert FIRST.pick(t, 0, candidates) == a("10000001")
-    assert GAP.pick(t, 0, candidates) == a("11000000")
-    assert GapStrategy.key(t.connected_pot(), a("11000000")) == 1
-    assert GapStrategy.key(t.connected_pot(), a("10000001")) == 7
-    # picking 10000001 would leave the biggest gap of bin 0 at po 1, 11xxxxxx
-    after_first = t.connected_pot().add(a("10000001"))
-    gap = after_first.biggest_address_gap(BIN0, 1)
-    assert gap is not None and (gap.po, region(gap)) == (1, "11xxxxxx")
-
-
-def test_seed_after_connecting_11000000_the_biggest_gaps_of_bin_0_are_po_2() -> None:
-    t = table_of(["10000000", "11000000"], ["10000001"])
-    gap = t.connected_pot().biggest_address_gap(BIN0, 1)
-    assert gap is not None
-    assert gap.po == 2 and gap.size == 1 / 8
-    assert region(gap) in {"101xxxxx", "111xxxxx"}
-    # both are gaps of po 2: adding a member in either leaves the other as the biggest
-    for fill, other in ((a("10100000"), "111xxxxx"), (a("11100000"), "101xxxxx")):
-        rest = t.connected_pot().add(fill).biggest_address_gap(BIN0, 1)
-        assert rest is not None and (rest.po, region(rest)) == (2, other)
+    assert picks(t) == {
+        "first": a("10000001"),
+        "gap": a("11000000"),  # 11xxxxxx (po 1), where 10000001 would leave it the biggest gap
+        "temperature": a("11000000"),
+        "hottest": a("11000000"),
+    }
 
 
 def test_seed_the_furthest_candidate_covers_the_bigger_gap() -> None:
     # connected 10000000; known 10000001 (po 7 from it, 1/256) and 10010000 (po 3, 1/16)
     t = table_of(["10000000"], ["10000001", "10010000"])
-    pot = t.connected_pot()
-    assert GAP.pick(t, 0, candidates_in(t, 0)) == a("10010000")
-    assert GapStrategy.key(pot, a("10010000")) == 3
-    assert GapStrategy.key(pot, a("10000001")) == 7
-    assert FIRST.pick(t, 0, candidates_in(t, 0)) == a("10000001")
+    assert picks(t) == {
+        "first": a("10000001"),
+        "gap": a("10010000"),
+        "temperature": a("10010000"),
+        "hottest": a("10010000"),
+    }
 
 
-def test_seed_fig3_01_is_hotter_than_11() -> None:
-    # node 00000000 with 10000000 and 10000001 connected (Fig. 3)
-    t = table_of(["10000000", "10000001"])
-    pot = t.connected_pot()
-    biggest = pot.biggest_address_gap()
-    assert biggest is not None and biggest.po == 1  # 01xxxxxx and 11xxxxxx, both 1/4
-    hottest = pot.hottest_gap()
-    assert hottest is not None
-    assert (region(hottest), hottest.temperature, hottest.serving) == ("01xxxxxx", 1 / 4, 1)
-    # the two candidates lie in different bins of the base: rank them with the strategy's key directly
-    in_01, in_11 = a("01000000"), a("11000000")
-    assert TemperatureStrategy.key(pot, in_01)[0] == -Fraction(1, 4)
-    assert TemperatureStrategy.key(pot, in_11)[0] == -Fraction(1, 8)  # served by 2
-    assert min([in_11, in_01], key=lambda c: TemperatureStrategy.key(pot, c)) == in_01
-    # size alone cannot tell them apart: both gaps have po 1
-    assert GapStrategy.key(pot, in_01) == GapStrategy.key(pot, in_11) == 1
+def test_seed_fig3_hottest_fills_01_before_11() -> None:
+    # Fig. 3: node 00000000, connected 10000000 and 10000001, known 11000000 and 01000000. 01xxxxxx (a
+    # quarter, served by the node alone: 1/4) is hotter than 11xxxxxx (a quarter, served by two: 1/8)
+    t = table_of(["10000000", "10000001"], ["11000000", "01000000"])
+    assert suggest_peer(t, HOTTEST) == a("01000000")
+    # gap and temperature choose within the shallowest bin that needs a peer (bin 0), as documented
+    assert suggest_peer(t, TEMPERATURE) == suggest_peer(t, GAP) == a("11000000")
+    t.connect(a("01000000"))
+    assert suggest_peer(t, HOTTEST) == a("11000000")  # then the other quarter
+
+
+def test_hottest_across_bins_when_no_bin_is_empty() -> None:
+    # bin 0 holds 10000000, 10000001, 10000010: 11xxxxxx is served by three (1/4 / 3 = 1/12);
+    # bin 1 holds 01000000: 011xxxxx is served by one (1/8 / 1). The smaller gap is the hotter one.
+    t = table_of(["10000000", "10000001", "10000010", "01000000"], ["11000000", "01100000", "10100000"])
+    assert suggest_peer(t, HOTTEST) == a("01100000")
+    assert suggest_peer(t, TEMPERATURE) == suggest_peer(t, GAP) == a("11000000")
+    assert suggest_peer(t, FIRST) == a("11000000")
+
+
+def test_hottest_gives_an_empty_bin_its_first_peer_first() -> None:
+    # bin 0's 11xxxxxx (1/4 served by 1) is hotter than bin 3 as a whole, but bin 3 holds no peer yet
+    t = table_of(["10000000", "01000000", "00100000"], ["11000000", "00010000"])
+    assert suggest_peer(t, HOTTEST) == a("00010000")
+    t.connect(a("00010000"))
+    assert suggest_peer(t, HOTTEST) == a("11000000")
 
 
 def test_temperature_prefers_a_hotter_smaller_gap_in_a_bin() -> None:
     # bin 0: 101xxxxx (po 2) served by 10000000, 10000001, 10000010: 1/8 / 3 = 1/24;
     # 1101xxxx (po 3) served by 11000000 alone: 1/16 (and 1111xxxx likewise)
     t = table_of(["10000000", "10000001", "10000010", "11000000", "11100000"], ["10100000", "11010000"])
-    candidates = candidates_in(t, 0)
-    assert GAP.pick(t, 0, candidates) == a("10100000")
-    assert TEMPERATURE.pick(t, 0, candidates) == a("11010000")
-    # 1/16 tie at the same po: the first learned, in either order
-    assert TEMPERATURE.pick(t, 0, [*candidates, a("11110000")]) == a("11010000")
-    assert TEMPERATURE.pick(t, 0, [a("11110000"), *candidates]) == a("11110000")
+    assert suggest_peer(t, GAP) == a("10100000")
+    assert suggest_peer(t, TEMPERATURE) == a("11010000")
 
 
-def test_temperature_ties_go_to_the_lower_po_then_the_first_learned() -> None:
+def test_ties_go_to_the_lower_po_then_the_lower_anchor_then_the_nearest_to_it() -> None:
     # 111xxxxx (po 2) served by 11000000 and 11000001: 1/16; 1001xxxx (po 3) served by 10000000: 1/16
     t = table_of(["10000000", "10100000", "11000000", "11000001"], ["10010000", "11100000"])
-    candidates = candidates_in(t, 0)
-    pot = t.connected_pot()
-    assert TemperatureStrategy.key(pot, a("10010000")) == (-Fraction(1, 16), 3)
-    assert TemperatureStrategy.key(pot, a("11100000")) == (-Fraction(1, 16), 2)
-    assert TEMPERATURE.pick(t, 0, candidates) == a("11100000")
-    # same temperature and po: the first learned
-    assert TEMPERATURE.pick(t, 0, [a("10110000"), a("10010000")]) == a("10110000")
-    assert TEMPERATURE.pick(t, 0, [a("10010000"), a("10110000")]) == a("10010000")
-    assert GAP.pick(t, 0, [a("10110000"), a("10010000")]) == a("10110000")
-
-
-def test_gap_ties_go_to_the_first_learned() -> None:
+    assert suggest_peer(t, TEMPERATURE) == a("11100000")
+    # 101xxxxx and 111xxxxx are both po 2, served by one: the lower anchor (10000000 < 11000000) first
     t = table_of(["10000000", "11000000"], ["11100000", "10100000"])
-    assert GAP.pick(t, 0, candidates_in(t, 0)) == a("11100000")
-    t = table_of(["10000000", "11000000"], ["10100000", "11100000"])
-    assert GAP.pick(t, 0, candidates_in(t, 0)) == a("10100000")
+    assert suggest_peer(t, GAP) == suggest_peer(t, TEMPERATURE) == a("10100000")
+    # one gap, several candidates: the nearest to its anchor (10000000), whatever the learning order
+    for order in (["10111111", "10100001"], ["10100001", "10111111"]):
+        t = table_of(["10000000", "11000000"], order)
+        assert suggest_peer(t, GAP) == suggest_peer(t, TEMPERATURE) == a("10100001")
 
 
-# -- random tables against brute force ------------------------------------------------------------
+def test_an_empty_bin_takes_the_candidate_nearest_the_base_mirror() -> None:
+    # bin 0 holds no connected peer: it is one gap; the candidate nearest to 10000000 (base, bit 0 flipped)
+    t = table_of([], ["11110000", "10001000", "10000011"])
+    assert suggest_peer(t, GAP) == suggest_peer(t, TEMPERATURE) == suggest_peer(t, HOTTEST) == a("10000011")
+    other = PeerTable(a("00111100"))  # another node takes another peer of the same candidates
+    for k in ["11110000", "10001000", "10000011"]:
+        other.add_known(a(k))
+    assert suggest_peer(other, GAP) == a("10001000")  # nearest to 10111100
 
 
-def brute_gap(members: list[int], candidate: int, bits: int) -> tuple[int, int, Fraction]:
-    """(po, serving, size) of the gap ``candidate`` lies in, straight from the definition.
+# -- random tables against brute force from the definitions ----------------------------------------------
 
-    Enumerates every region R(n, p) of every member, keeps those holding no member (the gaps), and
-    finds the ones holding the candidate; with 8-bit addresses the size is counted address by address.
+
+def brute_gap(members: list[int], candidate: int, bits: int) -> tuple[int, int, int]:
+    """(po, serving, anchor) of the gap ``candidate`` lies in, straight from the definition.
+
+    Enumerates every region R(n, p) of every member, keeps those holding no member (the gaps), and finds
+    the one holding the candidate; its serving members share its first p + 1 bits, the lowest anchors it.
     """
-    found: list[tuple[int, int]] = []
+    found: set[tuple[int, int]] = set()
     for n in members:
         for p in range(bits):
             shift = bits - p - 1
@@ -190,24 +169,57 @@ def brute_gap(members: list[int], candidate: int, bits: int) -> tuple[int, int, 
             if any(m >> shift == head for m in members):
                 continue  # not a gap
             if candidate >> shift == head:
-                found.append((p, n))
-    assert found, "every non-member lies in some gap"
-    p = found[0][0]
-    assert {q for q, _ in found} == {p}, "the gaps holding one address are one region"
-    n = found[0][1]
-    shift = bits - p - 1
-    serving = sum(1 for m in members if m >> shift == n >> shift)
-    if bits == 8:
-        size = Fraction(sum(1 for x in range(256) if x >> shift == (n >> shift) ^ 1), 256)
-        assert size == Fraction(1, 2 ** (p + 1))
-    else:
-        size = Fraction(1, 2 ** (p + 1))
-    return p, serving, size
+                found.add((p, n >> shift))
+    assert len(found) == 1, "a non-member lies in exactly one gap"
+    ((p, head),) = found
+    serving = sorted(m for m in members if m >> (bits - p - 1) == head)
+    return p, len(serving), serving[0]
+
+
+def offered_bins(t: PeerTable) -> list[int]:
+    """The policy's bins, from its definition: unsaturated with a candidate, else the neighbourhood's."""
+    unsaturated = [
+        po for po in range(t.max_po + 1) if len(t.connected(po)) < t.saturation and t.unconnected_count(po)
+    ]
+    return unsaturated or [po for po in range(t.depth(), t.max_po + 1) if t.unconnected_count(po)]
+
+
+def brute_pick(t: PeerTable, name: str) -> bytes | None:
+    """What ``name`` should suggest, by scoring every candidate of the offered bins from the definitions."""
+    bins = offered_bins(t)
+    if not bins:
+        return None
+    nbits = 8 * len(t.base)
+    members = [int.from_bytes(m) for m in [t.base, *t.connected_peers()]]
+
+    def best_in(po: int, hottest: bool) -> tuple[tuple[int, ...], bytes]:
+        prefix, _ = t.bin_region(po)
+        pool = [int.from_bytes(c) for c in t.unconnected(po)]
+        if not t.connected(po) and po < t.max_po:  # the bin is one gap: nearest to its prefix
+            target = int.from_bytes(prefix)
+            c = min(pool, key=lambda c: c ^ target)
+            return (0,), c.to_bytes(len(t.base))
+        scored = []
+        for c in pool:
+            p, serving, anchor = brute_gap(members, c, nbits)
+            rank = (serving << (p + 1), p, anchor) if hottest else (p, anchor)
+            scored.append(((*rank, c ^ anchor), c))
+        key, c = min(scored)
+        return key[:-1], c.to_bytes(len(t.base))
+
+    if name == "first":
+        return next(t.unconnected(bins[0]))
+    if name in ("gap", "temperature"):
+        return best_in(bins[0], hottest=name == "temperature")[1]
+    empty = [po for po in bins if not t.connected(po)]
+    if empty:
+        return best_in(empty[0], hottest=True)[1]
+    return min(best_in(po, hottest=True) for po in bins)[1]
 
 
 @st.composite
-def tables(draw: st.DrawFn) -> tuple[PeerTable, int, list[bytes]]:
-    """A random table (1- or 2-byte addresses) and a bin with its unconnected candidates."""
+def tables(draw: st.DrawFn) -> PeerTable:
+    """A random table (1- or 2-byte addresses, various bin caps), some of its peers connected."""
     nbytes = draw(st.sampled_from([1, 2]))
     bits = 8 * nbytes
     base = draw(st.integers(0, 2**bits - 1))
@@ -216,45 +228,77 @@ def tables(draw: st.DrawFn) -> tuple[PeerTable, int, list[bytes]]:
         st.lists(
             st.tuples(st.integers(1, 2**bits - 1), st.integers(0, bits - 1)).map(lambda t: t[0] >> t[1] or 1),
             min_size=1,
-            max_size=24,
+            max_size=30,
         )
     )
     peers = list(dict.fromkeys((base ^ o).to_bytes(nbytes) for o in offsets))
-    t = PeerTable(base.to_bytes(nbytes))
+    t = PeerTable(
+        base.to_bytes(nbytes),
+        saturation=draw(st.integers(1, 6)),
+        neighbourhood_size=draw(st.integers(1, 4)),
+        max_po=draw(st.sampled_from([31, 3, 5])),
+    )
     for p in peers:
         t.add_known(p)
+    share = draw(st.sampled_from([2, 4]))  # connect half or three quarters: fewer empty bins, more gaps
     for p in peers:
-        if draw(st.booleans()):
+        if draw(st.integers(0, share - 1)):
             t.connect(p)
-    unconnected = [p for p in peers if not t.is_connected(p)]
-    if not unconnected:
-        return t, t.bin_of(peers[0]), []
-    po = t.bin_of(draw(st.sampled_from(unconnected)))
-    return t, po, candidates_in(t, po)
+    return t
+
+
+@st.composite
+def layered_tables(draw: st.DrawFn) -> PeerTable:
+    """Every one of the first few bins holds connected peers and candidates, none saturated: the hottest
+    gap may then be in any of them (where ``hottest`` and ``temperature`` part ways)."""
+    base = draw(st.integers(0, 2**16 - 1))
+    t = PeerTable(base.to_bytes(2), saturation=8, neighbourhood_size=2)
+    for po in range(draw(st.integers(2, 6))):
+        for connect in [True] * draw(st.integers(1, 3)) + [False] * draw(st.integers(1, 3)):
+            tail = draw(st.integers(0, 2 ** (15 - po) - 1)) >> draw(st.integers(0, 15 - po))
+            peer = (base ^ (1 << (15 - po)) ^ tail).to_bytes(2)
+            if not t.is_connected(peer):
+                t.connect(peer) if connect else t.add_known(peer)
+    return t
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(tables(), layered_tables()))
+def test_picks_match_brute_force(t: PeerTable) -> None:
+    for name, strategy in STRATEGIES.items():
+        assert suggest_peer(t, strategy) == brute_pick(t, name), name
 
 
 @settings(max_examples=300, deadline=None)
 @given(tables())
-def test_gap_and_temperature_picks_match_brute_force(case: tuple[PeerTable, int, list[bytes]]) -> None:
-    t, po, candidates = case
-    if not candidates:
+def test_search_agrees_with_the_old_ranking(t: PeerTable) -> None:
+    """Where the old per-candidate ranking has one best candidate, the search picks it; on ties it picks
+    one of the best (the old ranking broke ties by learning order, the search by nearness to the gap)."""
+    bins = offered_bins(t)
+    if not bins:
         return
-    bits = 8 * len(t.base)
-    members = [int.from_bytes(m) for m in [t.base, *t.connected_peers()]]
-    truth = {c: brute_gap(members, int.from_bytes(c), bits) for c in candidates}
+    po = bins[0]
+    candidates = list(t.unconnected(po))
+    connected = t.connected_pot()
+    for strategy, rank, key in [
+        (GAP, rank_by_gap, gap_key),
+        (TEMPERATURE, rank_by_temperature, temperature_key),
+    ]:
+        picked = suggest_peer(t, strategy)
+        assert picked is not None
+        old = rank(connected, candidates)
+        assert key(connected, picked) == key(connected, old)
+        if sum(key(connected, c) == key(connected, old) for c in candidates) == 1:
+            assert picked == old
 
+
+def test_the_old_ranking_keys() -> None:
+    t = table_of(["10000000"], ["10000001", "11000000"])
     pot = t.connected_pot()
-    for c, (p, serving, size) in truth.items():
-        assert GapStrategy.key(pot, c) == p
-        assert TemperatureStrategy.key(pot, c) == (-size / serving, p)
-
-    # ties: the first in candidate (first-learned) order
-    order = {c: i for i, c in enumerate(candidates)}
-    expect_gap = min(candidates, key=lambda c: (truth[c][0], order[c]))
-    expect_temp = min(candidates, key=lambda c: (-truth[c][2] / truth[c][1], truth[c][0], order[c]))
-    assert GAP.pick(t, po, candidates) == expect_gap
-    assert TEMPERATURE.pick(t, po, candidates) == expect_temp
-    assert FIRST.pick(t, po, candidates) == candidates[0]
+    assert gap_key(pot, a("11000000")) == 1 and gap_key(pot, a("10000001")) == 7
+    assert rank_by_gap(pot, [a("10000001"), a("11000000")]) == a("11000000")
+    with pytest.raises(ValueError, match="no candidates"):
+        rank_by_temperature(pot, [])
 
 
 # -- the policy ------------------------------------------------------------------------------------
@@ -274,7 +318,8 @@ def settle(t: PeerTable, strategy: SuggestionStrategy = FIRST) -> list[bytes]:
 
 def test_empty_table_is_settled() -> None:
     t = PeerTable(BASE)
-    assert suggest_peer(t, GAP) is None
+    for strategy in STRATEGIES.values():
+        assert suggest_peer(t, strategy) is None
     assert is_settled(t)
 
 
@@ -316,11 +361,18 @@ def test_completes_the_neighbourhood_and_depth_grows() -> None:
     assert not t.is_connected(a("10000001"))  # bin 0 stays at saturation
 
 
-def test_first_pass_uses_the_strategy() -> None:
-    t = table_of(["10000000"], ["10000001", "11000000"])
-    assert suggest_peer(t, FIRST) == a("10000001")
-    assert suggest_peer(t, GAP) == a("11000000")
-    assert suggest_peer(t, TEMPERATURE) == a("11000000")
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_every_strategy_ends_in_the_same_kind_of_settled_table(name: str) -> None:
+    rng = random.Random(7)
+    t = PeerTable(BASE, saturation=2, neighbourhood_size=2)
+    for x in rng.sample(range(1, 256), 60):
+        t.add_known(bytes([x]))
+    settle(t, get_strategy(name))
+    depth = t.depth()
+    for po in range(depth):
+        assert len(t.connected(po)) == min(2, len(t.known(po)))
+    for po in range(depth, t.max_po + 1):
+        assert set(t.known(po)) == set(t.connected(po))
 
 
 def test_neighbourhood_pass_uses_the_strategy() -> None:
@@ -331,15 +383,28 @@ def test_neighbourhood_pass_uses_the_strategy() -> None:
     assert t.depth() == 5
     assert suggest_peer(t, FIRST) == a("00000101")
     assert suggest_peer(t, GAP) == a("00000110")
+    assert suggest_peer(t, HOTTEST) == a("00000110")
 
 
-def test_honours_is_callable() -> None:
-    t = table_of(known=["10000000", "10000001", "01000000"])
-    assert suggest_peer(t, FIRST, lambda p: p != a("10000000")) == a("10000001")
-    assert suggest_peer(t, FIRST, lambda p: p[0] < 0x80) == a("01000000")  # bin 0 uncallable: bin 1
-    assert suggest_peer(t, FIRST, lambda p: False) is None
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_honours_is_callable(name: str) -> None:
+    strategy = get_strategy(name)
+    t = table_of(["10000000"], ["10000001", "11000000", "01000000"], saturation=2)
+    best = suggest_peer(t, strategy)
+    assert best is not None
+    second = suggest_peer(t, strategy, lambda p: p != best)
+    assert second is not None and second != best
+    assert suggest_peer(t, strategy, lambda p: p[0] < 0x80) == a("01000000")  # bin 0 uncallable: bin 1
+    assert suggest_peer(t, strategy, lambda p: False) is None
     assert is_settled(t, lambda p: False)
     assert not is_settled(t, lambda p: p == a("01000000"))
+
+
+def test_uncallable_best_gap_falls_back_to_the_next_best() -> None:
+    t = table_of(["10000000"], ["10000001", "11000000", "10010000"])
+    assert suggest_peer(t, GAP) == a("11000000")  # po 1
+    assert suggest_peer(t, GAP, lambda p: p != a("11000000")) == a("10010000")  # po 3
+    assert suggest_peer(t, GAP, lambda p: p == a("10000001")) == a("10000001")  # po 7
 
 
 def test_settled_when_saturated_and_neighbourhood_complete() -> None:
@@ -349,7 +414,7 @@ def test_settled_when_saturated_and_neighbourhood_complete() -> None:
         ["10000000", "10000001", *shallow, "00000010", "00000001", "00000011"], ["11000000"], saturation=2
     )
     assert t.depth() == 6
-    assert suggest_peer(t, GAP) is None
+    assert all(suggest_peer(t, s) is None for s in STRATEGIES.values())
     assert is_settled(t)
     t.add_known(a("00000101"))  # bin 5 below depth, unsaturated
     assert suggest_peer(t, GAP) == a("00000101")

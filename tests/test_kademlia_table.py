@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kademlia import STRATEGIES, PeerTable, get_strategy, neighbourhood_depth, suggest_peer, sync_bins
+from kademlia import MAX_PO, STRATEGIES, PeerTable, get_strategy, neighbourhood_depth, suggest_peer, sync_bins
 from pot import Pot, proximity
 
 
@@ -84,6 +84,48 @@ def test_bins_with_32_byte_addresses() -> None:
     assert t.bin_of(bytes(31) + b"\x01") == 31  # proximity 255, capped at 31
     assert t.bin_of(bytes(3) + b"\x01" + bytes(28)) == 31
     assert t.bin_of(bytes(3) + b"\x02" + bytes(28)) == 30
+
+
+def test_bin_regions_hold_exactly_the_bin() -> None:
+    t = PeerTable(a("01100110"), max_po=5)
+    everyone = Pot.from_addresses(bytes([x]) for x in range(256) if x != 0b01100110)
+    for po in range(6):
+        prefix, bits = t.bin_region(po)
+        members = set(everyone.with_prefix(prefix, bits)) - {t.base}
+        assert members == {p for p in everyone if t.bin_of(p) == po}, po
+    assert t.bin_region(5) == (t.base, 5)  # the last bin holds every deeper peer too
+    assert PeerTable(BASE).bin_region(0) == (a("10000000"), 1)
+    assert MAX_PO == 31 and PeerTable(BASE).max_po == MAX_PO
+
+
+def test_bins_to_fill_and_connected_bins() -> None:
+    t = table_of(["10000000", "11000000", "01000000"], ["10100000", "00100000", "00000001"], saturation=2)
+    assert t.connected_bins() == [(0, [a("10000000"), a("11000000")]), (1, [a("01000000")])]
+    assert t.unsaturated_bins() == [2, 7]  # bin 0 is saturated, bin 1 has no candidate
+    assert t.depth() == 0 and t.neighbourhood_bins() == [0, 2, 7]  # three peers in all: depth 0
+
+
+def test_the_address_book_bound_counts_candidates_only() -> None:
+    t = PeerTable(BASE, max_known_per_bin=2)
+    assert t.add_known(a("10000000")) and t.add_known(a("11000000"))
+    assert not t.has_room(0) and t.has_room(1)
+    assert not t.add_known(a("10100000"))  # bin 0 holds two candidates: not kept
+    assert not t.is_known(a("10100000"))
+    t.connect(a("10000000"))  # a connected peer is no candidate: room again
+    assert t.add_known(a("10100000"))
+    assert t.connect(a("11100000"))  # connecting is never refused by the bound
+    with pytest.raises(ValueError, match="max_known_per_bin"):
+        PeerTable(BASE, max_known_per_bin=0)
+
+
+def test_accepts_refuses_only_over_saturated_bins_below_depth() -> None:
+    connected = ["10000000", "10000001", "01000000", "00100000", "00010000", "00001000"]
+    t = table_of(connected, saturation=1, over_saturation=2)
+    assert t.depth() == 2  # three peers at bins >= 2, none of bins 0 and 1 empty
+    assert not t.accepts(a("11000000"))  # bin 0 holds 2 = over_saturation
+    assert t.accepts(a("10000000"))  # already connected
+    assert t.accepts(a("01100000"))  # bin 1 holds only 1
+    assert t.accepts(a("00110000"))  # the neighbourhood takes everyone
 
 
 @pytest.mark.parametrize("bad", [BASE, b"", b"\x00\x01", "x"])
@@ -218,20 +260,17 @@ def test_depth_follows_changes() -> None:
     assert t.depth() == 2
 
 
-def test_neighbourhood_depth_ignores_known_counts() -> None:
-    for connected in ([1, 0, 3], [1, 1, 3], [0, 2, 2], [4, 0, 0], [0, 0, 0]):
-        depths = {neighbourhood_depth(connected, known, 3) for known in ([5, 5, 5], connected, [0, 0, 0])}
-        assert len(depths) == 1, connected
-    assert neighbourhood_depth([1, 0, 3], [1, 0, 3], 3) == 1
-    assert neighbourhood_depth([1, 1, 3], [1, 1, 3], 3) == 2
-    assert neighbourhood_depth([0, 2, 2], [0, 2, 2], 3) == 0
+def test_neighbourhood_depth_from_connected_counts() -> None:
+    assert neighbourhood_depth([1, 0, 3], 3) == 1  # the empty bin 1 caps it
+    assert neighbourhood_depth([1, 1, 3], 3) == 2
+    assert neighbourhood_depth([0, 2, 2], 3) == 0
+    assert neighbourhood_depth([4, 0, 0], 3) == 0
+    assert neighbourhood_depth([0, 0, 0], 3) == 0
 
 
 def test_neighbourhood_depth_checks_its_inputs() -> None:
     with pytest.raises(ValueError):
-        neighbourhood_depth([1, 2], [1], 3)
-    with pytest.raises(ValueError):
-        neighbourhood_depth([1], [1], 0)
+        neighbourhood_depth([1], 0)
 
 
 OPS = st.lists(st.tuples(st.sampled_from(["add", "connect", "disconnect", "remove"]), st.integers(0, 2**16)))
@@ -273,6 +312,8 @@ def test_depth_matches_brute_force_model(
             known.discard(peer)
             connected.discard(peer)
         assert t.depth() == model_depth(base, connected, nsize, max_po)
+        if n % 3 == 0:
+            t.candidates(n % (max_po + 1))  # build one bin's candidate pot mid-way: kept current after
     assert set(t.connected_pot(with_base=False)) == connected
     assert set(t.connected_pot()) == connected | {base}
     assert set(t.known_peers()) == known
@@ -280,6 +321,10 @@ def test_depth_matches_brute_force_model(
     for po in range(max_po + 1):
         assert set(t.known(po)) == {p for p in known if min(po_bits(base, p), max_po) == po}
         assert set(t.connected(po)) == {p for p in connected if min(po_bits(base, p), max_po) == po}
+        unconnected = {p for p in known - connected if min(po_bits(base, p), max_po) == po}
+        assert set(t.candidates(po)) == unconnected
+        assert set(t.unconnected(po)) == unconnected
+        assert t.unconnected_count(po) == len(unconnected)
 
 
 def settled_network(seed: int, strategy: str) -> dict[bytes, PeerTable]:

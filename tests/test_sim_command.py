@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swarm.cli import CliError
+from swarm.cli_common import CliError
 from swarm.sim import add_sim_parser
 from swarm.sim.command import Progress
 from swarm.sim.spark import SparkUnavailable, find_java
@@ -22,10 +22,18 @@ def parser() -> argparse.ArgumentParser:
 
 def test_defaults_are_those_of_the_issue() -> None:
     args = parser().parse_args(["sim"])
-    assert args.nodes == [64, 256, 1024]
-    assert args.runs == 20
-    assert args.strategies == ["first", "gap", "temperature"]
-    assert args.known == 0.1
+    assert args.nodes == [1024, 4096, 16384]
+    assert args.runs == 3
+    assert args.strategies == ["first", "gap", "temperature", "hottest"]
+    assert args.known is None  # discovery by gossip
+    assert (args.churn, args.churn_rounds, args.turns, args.bootnodes, args.known_per_bin) == (
+        0.0,
+        10,
+        4,
+        4,
+        16,
+    )
+    assert not args.wide
     assert args.saturation == 4
     assert args.lookups == 2000
     assert args.seed == 1
@@ -53,12 +61,18 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         "--partitions",
         "--neighbourhood-size",
         "--no-progress",
+        "--churn",
+        "--churn-rounds",
+        "--turns",
+        "--bootnodes",
+        "--known-per-bin",
+        "--wide",
     ]:
         assert option in text
     assert "local[*]" in text
     # Defaults as a user would type them, not as Python lists.
     flat = " ".join(text.split())
-    assert "(default: 64,256,1024)" in flat and "(default: first,gap,temperature)" in flat
+    assert "(default: 1024,4096,16384)" in flat and "(default: first,gap,temperature,hottest)" in flat
     assert "[64" not in flat and "['first'" not in flat
 
 
@@ -67,7 +81,10 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     [
         ["--nodes", "64,x"],
         ["--nodes", "1"],
-        ["--strategies", "first,hottest"],
+        ["--strategies", "first,coolest"],
+        ["--churn", "1"],
+        ["--churn", "-0.1"],
+        ["--turns", "0"],
         ["--known", "0"],
         ["--known", "1.5"],
         ["--runs", "0"],

@@ -9,8 +9,8 @@ from fractions import Fraction
 
 import pytest
 
-from kademlia import PeerTable
-from pot import Pot, proximity
+from kademlia import PeerTable, get_strategy
+from pot import proximity
 from swarm.sim.metrics import (
     gap_po,
     gap_temperature,
@@ -20,7 +20,8 @@ from swarm.sim.metrics import (
     percentile,
     route,
 )
-from swarm.sim.network import Network
+from swarm.sim.network import SimNetwork
+from swarm.sim.storage import ChunkStore
 
 
 def a(bits: str) -> bytes:
@@ -109,14 +110,13 @@ def test_mean_and_max_over_mean() -> None:
 # -- greedy routing on a hand-made network ----------------------------------------------------------
 
 
-def hand_network(nodes: Sequence[str], links: Sequence[tuple[str, str]]) -> Network:
-    overlays = [a(n) for n in nodes]
-    tables = [PeerTable(o, max_po=7) for o in overlays]
-    index = {o: i for i, o in enumerate(overlays)}
+def hand_network(nodes: Sequence[str], links: Sequence[tuple[str, str]]) -> SimNetwork:
+    net = SimNetwork(get_strategy("first"), saturation=4, neighbourhood_size=3, max_po=7)
+    for n in nodes:
+        net.join(a(n))
     for x, y in links:
-        tables[index[a(x)]].connect(a(y))
-        tables[index[a(y)]].connect(a(x))
-    return Network(overlays, tables, [0] * len(overlays), index, Pot.from_addresses(overlays))
+        net.connect(net.index[a(x)], net.index[a(y)])
+    return net
 
 
 A, B, C, D, E = "00000000", "10000000", "11000000", "11100000", "01000000"
@@ -182,6 +182,80 @@ def test_route_on_a_random_network_is_greedy_against_brute_force() -> None:
             best = min(range(40), key=lambda u: overlays[u][0] ^ target)
             assert lookup.closest == best
             assert lookup.failed == (last != best)
+
+
+# -- retrieval and storage ----------------------------------------------------------------------------
+
+
+def test_retrieval_at_the_origin_when_it_stores_the_chunk() -> None:
+    # every CHAIN node has fewer than 3 peers: depth 0, so each stores every chunk
+    for target in ("11110000", "01111111", "00000001"):
+        lookup = route(CHAIN, 0, a(target))
+        assert lookup.stored_at == 0 and lookup.retrieval_path == () and lookup.retrieved
+
+
+def kademlia_like(seed: int, n: int = 48) -> SimNetwork:
+    """An 8-bit network where each node is linked to its 4 nearest and 3 random others (depths > 0)."""
+    rng = random.Random(seed)
+    addresses = rng.sample(range(256), n)
+    links = set()
+    for x in addresses:
+        nearest = sorted((y for y in addresses if y != x), key=lambda y: x ^ y)[:4]
+        for y in nearest + rng.sample(addresses, 3):
+            if y != x:
+                links.add((f"{x:08b}", f"{y:08b}"))
+    return hand_network([f"{x:08b}" for x in addresses], sorted(links))
+
+
+def test_retrieval_stops_at_the_first_node_on_the_route_storing_the_chunk() -> None:
+    net = kademlia_like(9)
+    depths = [t.depth() for t in net.tables]
+    assert max(depths) > 0
+    travelled = 0
+    for target in range(256):
+        t = bytes([target])
+        for origin in range(0, 48, 5):
+            lookup = route(net, origin, t)
+            storers = [k for k, v in enumerate(lookup.path) if proximity(net.overlays[v], t) >= depths[v]]
+            assert lookup.stored_at == (storers[0] if storers else -1)
+            assert lookup.retrieved == bool(storers)
+            assert lookup.retrieval_path == lookup.path[1 : lookup.stored_at + 1]
+            travelled += lookup.stored_at > 0
+    assert travelled > 100  # chunks do travel over hops
+
+
+def test_uploaded_chunks_are_held_by_the_responsible_nodes_and_move_a_hop_per_sync() -> None:
+    net = kademlia_like(4)
+    store = ChunkStore(net, random.Random(1), count=200)
+    for c in range(200):
+        assert sorted(store.holders[c]) == store.responsible(net, c)
+        assert store.replication(c) >= 1
+    # the holders of chunk 0 leave: its newly responsible nodes pull it only from a connected holder
+    c = 0
+    for i in sorted(store.holders[c]):
+        net.leave(i)
+        store.leave(i)
+    assert store.replication(c) == 0 and store.lost() >= 1
+    assert all(c not in chunks for chunks in store.held.values())
+    store.sync(net)
+    assert store.replication(c) == 0  # nobody has it to pass on: lost for good
+    # a chunk still held spreads to a newly responsible node through a connected holder
+    held = next(k for k in range(200) if store.holders[k])
+    newcomer = net.join(bytes([store.addresses[held][0] ^ 1]))
+    for j in sorted(store.holders[held]):
+        net.connect(newcomer, j)
+    assert newcomer in store.responsible(net, held) and newcomer not in store.holders[held]
+    store.sync(net)
+    assert newcomer in store.holders[held]
+
+
+def test_route_uses_the_holders_given() -> None:
+    net = kademlia_like(9)
+    target = bytes([0x5A])
+    full = route(net, 0, target)
+    assert route(net, 0, target, holders=()).stored_at == -1  # nobody holds it: not retrieved
+    assert route(net, 0, target, holders={full.path[-1]}).stored_at == full.hops
+    assert route(net, 0, target, holders=set(full.path)).stored_at == 0
 
 
 # -- gap metrics --------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swarm.sim.plots import PLOTS, write_plots
+from swarm.sim.plots import PLOTS, shift, write_plots
 from swarm.sim.report import (
     METRICS,
     csv_header,
@@ -125,9 +125,29 @@ def test_markdown_table_shape() -> None:
     assert "± n/a" in lines[2]  # the single-run row
 
 
+def test_compact_table_has_the_main_columns_means_only() -> None:
+    text = markdown_table(summarise(ROWS, ["first", "gap"]), compact=True)
+    lines = text.strip().splitlines()
+    compact = [m for m in METRICS if m.compact]
+    assert 5 <= len(compact) < len(METRICS)
+    assert all(line.count("|") == len(compact) + 4 for line in lines)
+    assert lines[0] == "| N | strategy | runs | " + " | ".join(m.header for m in compact) + " |"
+    assert "±" not in text
+    assert "failed ↓" in lines[0] and "| 64 | gap | 2 | 2.50 |" in text
+    assert all(len(line) <= 160 for line in lines)  # fits a wide terminal without wrapping
+
+
 def test_plots_are_pngs(tmp_path: Path) -> None:
     written = write_plots(summarise(ROWS, ["first", "gap"]), tmp_path, ["first", "gap"])
     assert [p.name for p in written] == [name for name, *_ in PLOTS]
     for p in written:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert p.stat().st_size > 5000
+
+
+def test_series_are_shifted_apart_and_centred() -> None:
+    for count in (1, 2, 3, 4):
+        factors = [shift(k, count) for k in range(count)]
+        assert factors == sorted(factors) and len(set(factors)) == count  # distinct x for every series
+        assert factors[0] * factors[-1] == pytest.approx(1.0)  # symmetric around N
+        assert all(0.85 < f < 1.15 for f in factors)  # close enough to read N off the axis

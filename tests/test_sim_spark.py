@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import dataclasses
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,22 +17,31 @@ import pytest
 
 from swarm.sim import add_sim_parser
 from swarm.sim.grid import GridKey, SimParams
-from swarm.sim.report import mean_interval
+from swarm.sim.plots import PLOTS
+from swarm.sim.report import FAILED_NOTE, METRICS, mean_interval
 from swarm.sim.simulate import NODE_COLUMNS, RUN_COLUMNS, simulate
 
 pytestmark = pytest.mark.spark
 
 SIZES = [16, 40]
 RUNS = 2
-STRATEGIES = ["first", "gap", "temperature"]
-PARAMS = SimParams(seed=3, known=0.3, saturation=2, lookups=100)
+STRATEGIES = ["first", "gap", "temperature", "hottest"]
+PARAMS = SimParams(seed=3, saturation=2, lookups=100, churn=0.05, churn_rounds=4, turns=2, bootnodes=2)
 ARGV = [
     "--nodes",
     "16,40",
     "--runs",
     "2",
-    "--known",
-    "0.3",
+    "--strategies",
+    "first,gap,temperature,hottest",
+    "--churn",
+    "0.05",
+    "--churn-rounds",
+    "4",
+    "--turns",
+    "2",
+    "--bootnodes",
+    "2",
     "--saturation",
     "2",
     "--lookups",
@@ -51,6 +63,7 @@ class Tables:
 @dataclass
 class Outputs:
     cli: Path  # local[2], 3 partitions, through the command
+    printed: str  # what the command printed on stdout
     one_per_key: Path  # local[1], one partition per key
     single: Path  # local[1], 1 partition
     tables: dict[Path, Tables]
@@ -81,7 +94,9 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
     args = parser.parse_args(
         ["sim", *ARGV, "--master", "local[2]", "--partitions", "3", "--out", str(base / "cli")]
     )
-    assert args.func(args) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert args.func(args) == 0
     # 2. the same grid on local[1] with other partitionings, and once with another seed
     spark = start_session("local[1]")
     try:
@@ -105,19 +120,12 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
         tables = {d: _read(spark, d) for d in dirs}
     finally:
         spark.stop()
-    yield Outputs(base / "cli", outs["one_per_key"], outs["single"], tables)
+    yield Outputs(base / "cli", printed.getvalue(), outs["one_per_key"], outs["single"], tables)
 
 
 def test_files_are_written(outputs: Outputs) -> None:
     out = outputs.cli
-    for name in [
-        "summary.csv",
-        "summary.md",
-        "run.json",
-        "gini_vs_n.png",
-        "hops_vs_n.png",
-        "gap_po_vs_n.png",
-    ]:
+    for name in ["summary.csv", "summary.md", "run.json", *(name for name, *_ in PLOTS)]:
         assert (out / name).is_file(), name
     for png in out.glob("*.png"):
         assert png.read_bytes()[:4] == b"\x89PNG"
@@ -125,6 +133,7 @@ def test_files_are_written(outputs: Outputs) -> None:
     assert sorted(p.name for p in (out / "nodes.parquet").iterdir() if p.is_dir()) == [
         "strategy=first",
         "strategy=gap",
+        "strategy=hottest",
         "strategy=temperature",
     ]
     run = json.loads((out / "run.json").read_text())
@@ -133,17 +142,37 @@ def test_files_are_written(outputs: Outputs) -> None:
         "runs": RUNS,
         "strategies": STRATEGIES,
         "seed": 3,
-        "known": 0.3,
+        "known": None,
         "saturation": 2,
         "lookups": 100,
         "neighbourhood_size": 3,
         "max_po": 31,
+        "churn": 0.05,
+        "churn_rounds": 4,
+        "turns": 2,
+        "bootnodes": 2,
+        "gossip_bin_size": 2,
+        "known_per_bin": 16,
         "partitions": 3,
     }
     assert run["spark"]["master"] == "local[2]"
     assert run["spark"]["partitions"] == 3
     assert set(run["versions"]) == {"python", "pyspark", "swarm"}
     assert run["grid_keys"] == len(SIZES) * RUNS * len(STRATEGIES)
+
+
+def test_the_command_prints_the_compact_table_and_explains_failed(outputs: Outputs) -> None:
+    lines = outputs.printed.splitlines()
+    compact = [m.header for m in METRICS if m.compact]
+    header = "| N | strategy | runs | " + " | ".join(compact) + " |"
+    assert lines[0] == header and len(compact) < len(METRICS)  # not the full table
+    rows = lines[2 : 2 + len(SIZES) * len(STRATEGIES)]
+    assert [r.split(" | ")[:2] for r in rows] == [[f"| {n}", s] for n in SIZES for s in STRATEGIES]
+    assert "±" not in outputs.printed  # means only; the intervals are in summary.md
+    assert FAILED_NOTE in lines and "summary.md" in outputs.printed
+    assert all(len(line) <= 160 for line in lines[: 2 + len(rows)])  # no wrapping on a wide terminal
+    md = (outputs.cli / "summary.md").read_text()
+    assert "±" in md and all(m.header in md for m in METRICS) and FAILED_NOTE in md
 
 
 def test_parquet_schemas_are_as_documented(outputs: Outputs) -> None:
@@ -153,7 +182,9 @@ def test_parquet_schemas_are_as_documented(outputs: Outputs) -> None:
     node_columns = [c for c in NODE_COLUMNS if c[0] != "strategy"] + [("strategy", "string")]
     assert t.nodes_schema == node_columns
     assert len(t.runs) == len(SIZES) * RUNS * len(STRATEGIES)
-    assert len(t.nodes) == sum(SIZES) * RUNS * len(STRATEGIES)
+    # every node that was ever online: each churn event replaces round(0.05 n) nodes
+    ever = sum(n + PARAMS.churn_rounds * round(PARAMS.churn * n) for n in SIZES)
+    assert len(t.nodes) == ever * RUNS * len(STRATEGIES)
 
 
 def test_runs_table_is_in_grid_order_and_equals_the_serial_computation(outputs: Outputs) -> None:
@@ -182,11 +213,12 @@ def test_same_seed_gives_identical_tables_whatever_the_partitioning_and_master(o
 def test_the_tables_are_not_constants(outputs: Outputs) -> None:
     # guards the determinism test: networks differ between runs, and strategies differ on big enough ones
     runs = outputs.tables[outputs.cli].runs
+    names = [c for c, _ in RUN_COLUMNS]
     assert len({r[3:] for r in runs}) > len(runs) // 2
-    assert (
-        simulate(GridKey("gap", 40, 0), PARAMS).run
-        != simulate(GridKey("gap", 40, 0), SimParams(seed=4, known=0.3, saturation=2, lookups=100)).run
-    )
+    other = dataclasses.replace(PARAMS, seed=4)
+    assert simulate(GridKey("gap", 40, 0), PARAMS).run != simulate(GridKey("gap", 40, 0), other).run
+    assert any(r[names.index("churned")] > 0 for r in runs)  # the churn ran
+    assert len({r[names.index("retrieval_gini")] for r in runs}) > 1
 
 
 def test_summary_csv_is_the_mean_over_runs(outputs: Outputs) -> None:
@@ -206,6 +238,9 @@ def test_summary_csv_is_the_mean_over_runs(outputs: Outputs) -> None:
             ("hops_p95", "hops_p95"),
             ("temperature_mean", "temperature_mean"),
             ("max_over_mean", "max_over_mean"),
+            ("retrieval_gini_mean", "retrieval_gini"),
+            ("storage_gini_mean", "storage_gini"),
+            ("retrieval_failed_mean", "retrieval_failed"),
         ]:
             values = [float(r[names.index(source)]) for r in mine]
             m, h = mean_interval(values)
@@ -216,7 +251,7 @@ def test_summary_csv_is_the_mean_over_runs(outputs: Outputs) -> None:
 
 
 def test_a_bad_master_is_one_line(outputs: Outputs, tmp_path: Path) -> None:
-    from swarm.cli import CliError
+    from swarm.cli_common import CliError
 
     parser = argparse.ArgumentParser(prog="swarm")
     add_sim_parser(parser.add_subparsers(dest="command"))

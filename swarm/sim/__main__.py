@@ -7,7 +7,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from swarm.cli import CliError
+    from swarm.cli_common import CliError
     from swarm.sim.command import add_sim_parser
 
     parser = argparse.ArgumentParser(prog="swarm")

@@ -1,7 +1,8 @@
 """The ``swarm sim`` subcommand: argparse wiring and the progress display.
 
 ``swarm.cli`` registers it with ``add_sim_parser(subparsers)``; the command function returns an exit
-status and raises ``swarm.cli.CliError`` for anything the user has to fix (one line, non-zero exit).
+status and raises ``swarm.cli_common.CliError`` for anything the user has to fix (one line, non-zero
+exit).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from .grid import SimParams
 __all__ = ["add_sim_parser", "cmd_sim"]
 
 # Strings: argparse converts a string default with the option's type, and --help shows it as typed.
-DEFAULT_NODES = "64,256,1024"
-DEFAULT_STRATEGIES = "first,gap,temperature"
+DEFAULT_NODES = "1024,4096,16384"
+DEFAULT_RUNS = 3
+DEFAULT_STRATEGIES = "first,gap,temperature,hottest"
 
 
 def _sizes(text: str) -> list[int]:
@@ -54,6 +56,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}")
+    return value
+
+
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
@@ -71,14 +83,16 @@ def add_sim_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "sim",
         help="load-balancing simulations of peer suggestion strategies on Spark",
-        description="Build networks of the real kademlia tables for every (strategy, network size, run), "
-        "route random lookups greedily and measure gaps, relay load, hops and failures. Runs on Spark: "
-        "local mode unless --master is given. Writes Parquet tables, summary.csv, summary.md, PNG plots "
-        "and run.json into --out, and prints the summary table. See docs/simulation.md.",
+        description="Build networks of the real kademlia tables for every (strategy, network size, run): "
+        "nodes join from bootnodes and learn peers by gossip (or, with --known, from fixed known sets), "
+        "optionally under churn; route random lookups and retrievals greedily and measure gaps, relay, "
+        "retrieval and storage load, hops and failures. Runs on Spark: local mode unless --master is "
+        "given. Writes Parquet tables, summary.csv, summary.md, PNG plots and run.json into --out, and "
+        "prints a compact summary (--wide: every column). See docs/simulation.md.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--nodes", type=_sizes, default=DEFAULT_NODES, metavar="N[,N...]", help="network sizes")
-    p.add_argument("--runs", type=_positive, default=20, help="networks per (strategy, size)")
+    p.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, help="networks per (strategy, size)")
     p.add_argument(
         "--strategies",
         type=_strategies,
@@ -89,9 +103,29 @@ def add_sim_parser(subparsers: Any) -> None:
     p.add_argument(
         "--known",
         type=_fraction,
-        default=0.1,
+        default=None,
         metavar="FRACTION",
-        help="fraction of the other nodes each node knows at the start",
+        help="the old set-up: each node knows this fraction of the others from the start and nobody "
+        "gossips (default: discovery by gossip from --bootnodes)",
+    )
+    p.add_argument(
+        "--churn",
+        type=_rate,
+        default=0.0,
+        metavar="RATE",
+        help="after settling, this fraction of the nodes leaves (and as many new ones join) at each of "
+        "--churn-rounds events; lookups run between events (0: no churn)",
+    )
+    p.add_argument("--churn-rounds", type=_positive, default=10, help="churn events")
+    p.add_argument(
+        "--turns", type=_positive, default=4, help="dials each node makes between two churn events"
+    )
+    p.add_argument("--bootnodes", type=_positive, default=4, help="nodes the others join through")
+    p.add_argument(
+        "--known-per-bin",
+        type=_positive,
+        default=16,
+        help="with gossip: known, unconnected peers a node keeps per bin (its address book)",
     )
     p.add_argument(
         "--saturation", type=_positive, default=4, help="connected peers wanted per bin below depth"
@@ -122,6 +156,7 @@ def add_sim_parser(subparsers: Any) -> None:
         help="output directory (created; files in it are overwritten)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress display on stderr")
+    p.add_argument("--wide", action="store_true", help="print every summary column (as summary.md has)")
     p.set_defaults(func=cmd_sim)
 
 
@@ -153,8 +188,9 @@ class Progress:
 
 def cmd_sim(args: argparse.Namespace) -> int:
     """Run the simulation grid; print the summary table on stdout."""
-    from swarm.cli import CliError
+    from swarm.cli_common import CliError
 
+    from .report import FAILED_NOTE, markdown_table
     from .run import run_simulation
     from .spark import SparkUnavailable
 
@@ -165,6 +201,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
             saturation=args.saturation,
             lookups=args.lookups,
             neighbourhood_size=args.neighbourhood_size,
+            churn=args.churn,
+            churn_rounds=args.churn_rounds,
+            turns=args.turns,
+            bootnodes=args.bootnodes,
+            known_per_bin=args.known_per_bin,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None
@@ -188,7 +229,10 @@ def cmd_sim(args: argparse.Namespace) -> int:
         )
     except SparkUnavailable as exc:
         raise CliError(str(exc)) from None
-    print(report.markdown, end="")
+    print(report.markdown if args.wide else markdown_table(report.summary, compact=True), end="")
+    print(FAILED_NOTE)
+    if not args.wide:
+        print("Means over the runs; summary.md (or --wide) has every column with its 95 % interval.")
     print(
         f"\n{len(args.strategies) * len(args.nodes) * args.runs} networks on {report.master} in "
         f"{report.seconds:.1f}s (grid {report.grid_seconds:.1f}s); results in {out}/"

@@ -1,13 +1,20 @@
-"""Measurements on a simulated network: greedy routing, load inequality, percentiles and gap metrics.
+"""Measurements on a simulated network: greedy routing and retrieval, storage, inequality, gap metrics.
 
 Definitions (also in docs/simulation.md):
 
 - **Greedy routing**: a request for ``target`` held by node ``v`` goes to the member of ``v``'s connected
-  pot *with its own address* closest to ``target`` by XOR (``Pot.closest``); when that is ``v`` itself no
-  peer is closer and the request stops at ``v``. Hops = forwards made. The lookup *fails* when it stops
-  anywhere but at the node closest to ``target`` among all nodes.
+  pot *with its own address* closest to ``target`` by XOR (``Pot.nearest``); when that is ``v`` itself no
+  peer is closer and the request stops at ``v``. Hops = forwards made. The lookup *misses* (``failed``)
+  when it stops anywhere but at the online node closest to ``target``.
+- **Storage**: a node is responsible for the chunks of its neighbourhood, those at PO >= its depth from
+  it (the sync rule's area); its *storage share* is that fraction of all chunks, ``2 ** -depth``. Which
+  nodes actually hold a chunk is ``swarm.sim.storage``; a chunk's *replication* is how many do.
+- **Retrieval** of the chunk at ``target``: the request takes the greedy route and is answered by the
+  first node on it that holds the chunk (the origin itself when it does: 0 hops). It *fails* when no node
+  of the route holds it. Each node that sent the chunk back (the one that served it, and those that
+  forwarded the request to it, the origin excepted) counts one unit of *retrieval load*.
 - **Relay load** of a node: the requests it received from a peer and forwarded on, i.e. the lookups whose
-  path passes through it as neither the origin nor the final stop.
+  route passes through it as neither the origin nor the final stop.
 - **Gini coefficient** of non-negative loads ``x``: ``sum_i sum_j |x_i - x_j| / (2 n^2 mean(x))``,
   0 when all are equal (or all zero), ``1 - 1/n`` when one node carries everything.
 - **Percentile** ``q`` (p95: ``q = 95``): nearest rank, the smallest value with at least ``q`` % of the
@@ -21,12 +28,13 @@ Definitions (also in docs/simulation.md):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kademlia import PeerTable
+from pot import proximity
 
-from .network import Network
+from .network import SimNetwork
 
 __all__ = [
     "Lookup",
@@ -40,12 +48,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lookup:
-    """One routed request: the nodes it visited (origin first, final stop last) and its outcome."""
+    """One routed request: the nodes it visited (origin first, final stop last) and its outcomes."""
 
     path: tuple[int, ...]
-    closest: int  # the node closest to the target among all
+    closest: int  # the online node closest to the target
+    stored_at: int  # index in ``path`` of the first node storing the chunk, -1 when none does
 
     @property
     def hops(self) -> int:
@@ -53,6 +62,7 @@ class Lookup:
 
     @property
     def failed(self) -> bool:
+        """The route stopped short of the closest node."""
         return self.path[-1] != self.closest
 
     @property
@@ -60,22 +70,38 @@ class Lookup:
         """The nodes that forwarded a request they received (neither origin nor final stop)."""
         return self.path[1:-1]
 
+    @property
+    def retrieved(self) -> bool:
+        return self.stored_at >= 0
 
-def route(network: Network, origin: int, target: bytes) -> Lookup:
-    """Route a request for ``target`` greedily from node ``origin`` (see the module docstring)."""
-    tables = network.tables
-    index = network.index
+    @property
+    def retrieval_path(self) -> tuple[int, ...]:
+        """The nodes that sent the chunk back: the one that served it and the forwarders before it."""
+        return self.path[1 : self.stored_at + 1]
+
+
+def route(net: SimNetwork, origin: int, target: bytes, holders: Collection[int] | None = None) -> Lookup:
+    """Route a request for ``target`` greedily from node ``origin`` (see the module docstring).
+
+    ``holders``: the nodes holding the chunk at ``target`` (``swarm.sim.storage``); None: every node
+    responsible for it (PO >= its depth) holds it.
+    """
+    tables = net.tables
+    index = net.index
     path = [origin]
     current = origin
     while True:
-        table = tables[current]
-        best = next(table.connected_pot().closest(target))
-        if best == table.base:
+        best = tables[current].connected_pot().nearest(target)
+        if best == net.overlays[current]:
             break
         current = index[best]
         path.append(current)
-    closest = index[next(network.everyone.closest(target))]
-    return Lookup(tuple(path), closest)
+    stored_at = -1
+    for k, v in enumerate(path):
+        if v in holders if holders is not None else proximity(net.overlays[v], target) >= tables[v].depth():
+            stored_at = k
+            break
+    return Lookup(tuple(path), index[net.online_pot.nearest(target)], stored_at)
 
 
 def gini(values: Sequence[float]) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 from .simulate import RUN_COLUMNS
 
 __all__ = [
+    "FAILED_NOTE",
     "METRICS",
     "Metric",
     "SummaryRow",
@@ -29,26 +30,43 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Metric:
-    """A summary column: the per-run column it averages, its Markdown header and number format."""
+    """A summary column: the per-run column it averages, its Markdown header, number format, and whether
+    the compact terminal table shows it."""
 
     name: str  # summary column
     source: str  # per-run column
     header: str
     digits: int
+    compact: bool = False
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("gap_po_mean", "gap_po_mean", "gap PO ↑", 2),
+    Metric("gap_po_mean", "gap_po_mean", "gap PO ↑", 2, compact=True),
     Metric("gap_po_worst", "gap_po_worst", "worst gap PO ↑", 2),
     Metric("temperature_mean", "temperature_mean", "temperature ↓", 4),
-    Metric("gini_mean", "gini", "Gini ↓", 3),
-    Metric("max_over_mean", "max_over_mean", "max/mean ↓", 2),
-    Metric("hops_mean", "hops_mean", "hops ↓", 3),
+    Metric("gini_mean", "gini", "relay Gini ↓", 3, compact=True),
+    Metric("max_over_mean", "max_over_mean", "relay max/mean ↓", 2),
+    Metric("retrieval_gini_mean", "retrieval_gini", "retrieval Gini ↓", 3, compact=True),
+    Metric("retrieval_max_over_mean", "retrieval_max_over_mean", "retrieval max/mean ↓", 2),
+    Metric("storage_gini_mean", "storage_gini", "storage Gini ↓", 3, compact=True),
+    Metric("replication_mean", "replication_mean", "replicas", 2),
+    Metric("replication_min", "replication_min", "min replicas", 2),
+    Metric("hops_mean", "hops_mean", "hops ↓", 3, compact=True),
     Metric("hops_p95", "hops_p95", "hops p95 ↓", 2),
-    Metric("failed_mean", "failed", "failed ↓", 3),
-    Metric("connections_mean", "connections_mean", "connections", 2),
+    Metric("failed_mean", "failed", "failed ↓", 3, compact=True),
+    Metric("retrieval_hops_mean", "retrieval_hops_mean", "retrieval hops ↓", 3),
+    Metric("retrieval_failed_mean", "retrieval_failed", "not retrieved ↓", 4, compact=True),
+    Metric("connections_mean", "connections_mean", "connections", 2, compact=True),
     Metric("connections_max", "connections_max", "max connections", 1),
     Metric("depth_mean", "depth_mean", "depth", 2),
+    Metric("known_mean", "known_mean", "known", 1),
+    Metric("rounds_mean", "rounds", "rounds to settle", 1),
+    Metric("dial_failures_mean", "dial_failures", "dial failures", 1),
+)
+
+FAILED_NOTE = (
+    "failed: share of lookups that stopped before the node closest to the target (greedy routing met no "
+    "closer peer); the chunk is still retrieved when a node on the route stores it, see not retrieved."
 )
 _RUN_INDEX = {name: i for i, (name, _) in enumerate(RUN_COLUMNS)}
 
@@ -172,19 +190,19 @@ def _cell(mean: float, half: float, digits: int) -> str:
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
-def markdown_table(rows: Sequence[SummaryRow]) -> str:
-    """A Markdown table: per (N, strategy) every metric as ``mean ± 95% half-width`` over the runs."""
-    headers = ["N", "strategy", "runs", *(m.header for m in METRICS)]
+def markdown_table(rows: Sequence[SummaryRow], *, compact: bool = False) -> str:
+    """A Markdown table per (N, strategy): every metric as ``mean ± 95% half-width`` over the runs; or,
+    ``compact``, only the main metrics' means (fits a terminal)."""
+    metrics = [m for m in METRICS if m.compact] if compact else list(METRICS)
+    headers = ["N", "strategy", "runs", *(m.header for m in metrics)]
     lines = [
         "| " + " | ".join(headers) + " |",
         "|" + "|".join("---:" if i != 1 else ":---" for i in range(len(headers))) + "|",
     ]
     for r in rows:
-        cells = [
-            str(r.nodes),
-            r.strategy,
-            str(r.runs),
-            *(_cell(r.means[m.name], r.halfwidths[m.name], m.digits) for m in METRICS),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        if compact:
+            values = [f"{r.means[m.name]:.{m.digits}f}" for m in metrics]
+        else:
+            values = [_cell(r.means[m.name], r.halfwidths[m.name], m.digits) for m in metrics]
+        lines.append("| " + " | ".join([str(r.nodes), r.strategy, str(r.runs), *values]) + " |")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .grid import SimParams, make_grid
 from .plots import write_plots
-from .report import SummaryRow, markdown_table, summarise, write_csv
+from .report import FAILED_NOTE, SummaryRow, markdown_table, summarise, write_csv
 from .spark import NODES_TABLE, RUNS_TABLE, run_grid, start_session, write_tables
 
 if TYPE_CHECKING:
@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["SEEDING", "SimReport", "run_simulation"]
 
 SEEDING = (
-    "per network (nodes, run): overlays[i] = sha256('swarm-sim/overlay/{seed}/{nodes}/{run}/{i}'); "
-    "known sets and lookups from random.Random seeded with the first 8 bytes of "
-    "sha256('swarm-sim/known|lookups/{seed}/{nodes}/{run}'); the strategy is not part of any seed, "
-    "so all strategies see identical networks"
+    "per network (nodes, run): overlays[i] = sha256('swarm-sim/overlay/{seed}/{nodes}/{run}/{i}') (joiners "
+    "continue the indices); known sets, churn (who leaves), gossip choices and lookups from random.Random "
+    "seeded with the first 8 bytes of sha256('swarm-sim/known|churn|gossip|lookups/{seed}/{nodes}/{run}'); "
+    "the strategy is not part of any seed, so all strategies face the same nodes, churn and lookups"
 )
 
 
@@ -107,7 +107,7 @@ def run_simulation(
     (out / "summary.md").write_text(
         "# swarm sim summary\n\n"
         "Mean ± half-width of the 95% Student t interval over runs, per network size N and strategy. "
-        "↑: higher is better, ↓: lower is better.\n\n" + markdown
+        "↑: higher is better, ↓: lower is better.\n\n" + markdown + "\n" + FAILED_NOTE + "\n"
     )
     plots = write_plots(summary, out, strategies)
     seconds = time.perf_counter() - t0
