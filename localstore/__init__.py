@@ -14,20 +14,26 @@ from localstore.errors import (
     StoreLocked,
     UnsupportedStoreVersion,
 )
+from localstore.storestats import StoreStatistics
 
 if TYPE_CHECKING:
-    from localstore.store import BINS, MAX_BIN, LocalStore, StoreStatistics
+    from localstore.store import LocalStore
+    from localstore.storefiles import BINS, MAX_BIN
 
-_FROM_STORE = frozenset({"BINS", "MAX_BIN", "LocalStore", "StoreStatistics"})
+_FROM_STOREFILES = frozenset({"BINS", "MAX_BIN"})
 
 
 def __getattr__(name: str) -> object:
     # The store (plyvel, trio) is imported on first use, so that a process that only hashes
     # chunks, a verifier worker, starts quicker and about 10 MB smaller.
-    if name in _FROM_STORE:
-        from localstore import store
+    if name == "LocalStore":
+        from localstore.store import LocalStore
 
-        return getattr(store, name)
+        return LocalStore
+    if name in _FROM_STOREFILES:
+        from localstore import storefiles
+
+        return getattr(storefiles, name)
     raise AttributeError(f"module 'localstore' has no attribute {name!r}")
 
 __all__ = [

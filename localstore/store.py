@@ -4,11 +4,9 @@ Its files, their LevelDB keys and how they are opened together are in localstore
 
 ``bin = min(proximity(overlay, address), 31)``; bin IDs start at 1 and grow by 1 per chunk
 stored in the bin, so a bin's counter is its *cursor*. A new chunk takes the lowest free slot
-(one an evicted chunk gave back) or a new one at the end of the chunk file (localstore/slots.py).
-Its slot and its pull-index entry are written first; the LevelDB batch that raises its bin's
-cursor (and the file's slot count) commits it (a crash before leaves bytes past the cursors, which
-opening cuts off, or in a free slot); the address index is updated last, and rebuilt from the
-pull index whenever it was not closed cleanly.
+(one an evicted chunk gave back) or a new one at the end of the chunk file (localstore/slots.py);
+the write path and the order that makes a crash safe are in localstore/chunkwrites.py. The address
+index is rebuilt from the pull index whenever it was not closed cleanly.
 
 The reserve (localstore/reserve.py) *evicts* chunks: each leaves a hole in its bin's pull index
 (keeping its address: bin IDs are never given out twice and a hole is never offered), leaves the
@@ -27,55 +25,23 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 
 import plyvel
-import trio
 
 from localstore.addressindex import IndexEntry
 from localstore.binlog import BinLogs
+from localstore.binwaiters import BinWaiters
 from localstore.chunk import ADDRESS_SIZE, Chunk
+from localstore.chunkwrites import ChunkWrites
 from localstore.directory import FORMAT_VERSION
 from localstore.errors import ChunkDamaged, ChunkNotFound, StoreClosed
-from localstore.pullindex import encode_entry
-from localstore.storefiles import (
-    BINS,
-    KEY_BIN_COUNTER,
-    KEY_STATE,
-    MAX_BIN,
-    META_SLOTS,
-    META_VERSION,
-    StoreFiles,
-)
+from localstore.statenamespace import StateNamespace
+from localstore.storefiles import MAX_BIN, META_VERSION, StoreFiles
+from localstore.storestats import StoreStatistics
 from pot import proximity
 
-__all__ = [
-    "BINS",
-    "FORMAT_VERSION",
-    "KEY_BIN_COUNTER",
-    "MAX_BIN",
-    "META_VERSION",
-    "LocalStore",
-    "StoreStatistics",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class StoreStatistics:
-    """A snapshot of the store's counters."""
-
-    chunks: int
-    cursors: tuple[int, ...]
-    epoch: int
-    dropped: int = 0
-    """Damaged chunks dropped since the store was opened (by opening's recovery and by reads)."""
-    evicted: int = 0
-    """Chunks evicted since the store was opened."""
-    slots: int = 0
-    """The chunk file's length in slots."""
-    free_slots: int = 0
-    """Slots given back by evicted chunks and not taken again yet."""
+__all__ = ["LocalStore"]
 
 
 def _check_bin(bin: int) -> None:
@@ -88,7 +54,7 @@ def _check_address(address: bytes) -> None:
         raise ValueError(f"address is {len(address)} bytes, not {ADDRESS_SIZE}")
 
 
-class LocalStore:
+class LocalStore(StateNamespace, ChunkWrites):
     """Chunks, their per-bin pull index, the store epoch and a key-value state namespace.
 
     Not thread-safe: use it from one thread (the trio thread, or a script without trio).
@@ -101,7 +67,7 @@ class LocalStore:
             raise ValueError(f"overlay must be {ADDRESS_SIZE} bytes, got {overlay!r}")
         self._path = os.path.abspath(os.fspath(path))
         self._overlay = overlay
-        self._waiters: dict[int, trio.Event] = {}
+        self._waiters = BinWaiters()
         files = StoreFiles.open(self._path, overlay, logs=logs)
         self._logs = files.logs
         self._db: plyvel.DB | None = files.db
@@ -124,9 +90,7 @@ class LocalStore:
             return
         self._db = None
         self._finalizer()
-        waiters, self._waiters = self._waiters, {}
-        for event in waiters.values():
-            event.set()
+        self._waiters.wake_all()
 
     def __enter__(self) -> LocalStore:
         return self
@@ -166,91 +130,6 @@ class LocalStore:
         """The pull-index bin of ``address``: its proximity to the overlay, capped at 31."""
         _check_address(address)
         return min(proximity(self._overlay, address), MAX_BIN)
-
-    def put(self, chunk: Chunk) -> bool:
-        """Verify and store ``chunk``; True if it was new. Raises InvalidChunk, storing nothing."""
-        return self.put_many((chunk,)) == 1
-
-    def put_many(self, chunks: Iterable[Chunk], *, verified: bool = False) -> int:
-        """Verify all ``chunks``, then store the new ones, committed at once; return how many.
-
-        If any chunk is invalid, InvalidChunk is raised and nothing is stored. A chunk given
-        twice in one call is stored (and counted) once. ``verified=True`` skips the check, for
-        chunks whose every address the caller has just checked (in a verifier worker process).
-        """
-        chunks = list(chunks)
-        if not verified:
-            for chunk in chunks:
-                chunk.verify()
-        db = self._live()
-        overlay = self._overlay
-        index = self._index
-        cursors = list(self._cursors)
-        new: list[Chunk] = []
-        bins: list[int] = []
-        seen: set[bytes] = set()
-        for chunk in chunks:
-            address = chunk.address
-            if address in seen or address in index:
-                continue
-            seen.add(address)
-            new.append(chunk)
-            bins.append(min(proximity(overlay, address), MAX_BIN))
-        if not new:
-            return 0
-        slots = self._slots.allocate(len(new))
-        try:
-            self._chunk_file.write(slots, new)
-            indexed: list[tuple[bytes, IndexEntry]] = []
-            appended: dict[int, list[bytes]] = {}
-            leaves: dict[int, list[bytes]] = {}  # the new addresses per bin, for the bin logs
-            for chunk, bin, slot in zip(new, bins, slots, strict=True):
-                cursors[bin] += 1
-                appended.setdefault(bin, []).append(encode_entry(chunk.address, slot, len(chunk.data)))
-                leaves.setdefault(bin, []).append(chunk.address)
-                indexed.append((chunk.address, IndexEntry(slot, len(chunk.data), cursors[bin])))
-            grown = self._slots.grown(slots)
-            batch = db.write_batch()  # the commit: every touched bin's cursor, the slot count
-            for bin, entries in appended.items():
-                self._pull_index.append(bin, self._cursors[bin] + 1, entries)
-                batch.put(KEY_BIN_COUNTER + bytes((bin,)), cursors[bin].to_bytes(8, "big"))
-            if grown != self._slots.count:
-                batch.put(META_SLOTS, grown.to_bytes(8, "big"))
-            batch.write()
-        except BaseException:
-            self._slots.give_back(slots)
-            raise
-        self._slots.count = grown
-        for bin, entries in appended.items():
-            self._slots.counts[bin] += len(entries)
-        first_ids = {bin: self._cursors[bin] + 1 for bin in leaves}
-        self._cursors[:] = cursors
-        self._append_logs(leaves, first_ids)
-        self._index_new(indexed)
-        for bin in appended:
-            self._notify(bin)
-        return len(new)
-
-    def _append_logs(self, leaves: dict[int, list[bytes]], first_ids: dict[int, int]) -> None:
-        """Add committed chunks to their bins' logs; if that fails, have them rebuilt at next open
-        (with the address index: the logs are rebuilt whenever it is)."""
-        if self._logs is None:
-            return
-        try:
-            for bin, addresses in leaves.items():
-                self._logs.append(bin, first_ids[bin], addresses)
-        except BaseException:
-            self._index.mark_stale()
-            raise
-
-    def _index_new(self, entries: list[tuple[bytes, IndexEntry]]) -> None:
-        """Add committed chunks to the address index; if that fails, have it rebuilt at next open."""
-        try:
-            for address, entry in entries:
-                self._index.add(address, entry)
-        except BaseException:
-            self._index.mark_stale()
-            raise
 
     def get(self, address: bytes) -> Chunk:
         """The stored chunk at ``address``; raises ChunkNotFound.
@@ -403,56 +282,11 @@ class LocalStore:
     async def wait_bin(self, bin: int, after: int) -> int:
         """Return ``bin``'s cursor once it is above ``after`` (at once if it already is).
 
-        Woken by put/put_many through a per-bin trio.Event; raises StoreClosed if the store is
+        Woken by put/put_many (localstore/binwaiters.py); raises StoreClosed if the store is
         closed while waiting.
         """
         _check_bin(bin)
-        if self._cursors[bin] > after:
-            await trio.lowlevel.checkpoint()
-        while self._cursors[bin] <= after:
-            self._live()
-            event = self._waiters.get(bin)
-            if event is None:
-                event = self._waiters[bin] = trio.Event()
-            await event.wait()
-        return self._cursors[bin]
-
-    def _notify(self, bin: int) -> None:
-        # Nobody waits outside a trio run, so this never calls into trio there.
-        event = self._waiters.pop(bin, None)
-        if event is not None:
-            event.set()
-
-    # -- state namespace -----------------------------------------------------------------------
-
-    def get_state(self, key: bytes) -> bytes | None:
-        """The state value stored under ``key``, or None."""
-        value: bytes | None = self._live().get(KEY_STATE + key)
-        return value
-
-    def put_state(self, key: bytes, value: bytes) -> None:
-        self._live().put(KEY_STATE + key, value)
-
-    def delete_state(self, key: bytes) -> None:
-        self._live().delete(KEY_STATE + key)
-
-    def iter_state(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]:
-        """Yield ``(key, value)`` for state keys starting with ``prefix``, in key order."""
-        entries = self._live().iterator(prefix=KEY_STATE + prefix)
-        return ((key[1:], value) for key, value in entries)
-
-    def write_state_batch(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None:
-        """Apply several state puts and deletes atomically. A key may not be in both."""
-        deletes = list(deletes)
-        both = set(deletes).intersection(puts)
-        if both:
-            raise ValueError(f"state keys both put and deleted: {sorted(k.hex() for k in both)}")
-        batch = self._live().write_batch()
-        for key in deletes:
-            batch.delete(KEY_STATE + key)
-        for key, value in puts.items():
-            batch.put(KEY_STATE + key, value)
-        batch.write()
+        return await self._waiters.wait(self._cursors, bin, after, self._live)
 
     # -- introspection -------------------------------------------------------------------------
 

@@ -3,8 +3,9 @@
 The wire format is written down in docs/protocol.md.
 """
 
-from streamer.codec import FrameDecoder, decode, encode
+from streamer.codec import encode
 from streamer.errors import LocalProtocolError, MessageError, ProtocolError, RemoteProtocolError
+from streamer.framing import FrameDecoder, decode
 from streamer.identity import (
     HANDSHAKE_DOMAIN,
     PEER_RECORD_DOMAIN,

@@ -25,8 +25,9 @@ from typing import Any
 
 import trio
 
-from streamer.codec import FrameDecoder, encode
+from streamer.codec import encode
 from streamer.errors import RemoteProtocolError
+from streamer.framing import FrameDecoder
 from streamer.greeting import CONNECTION_MESSAGES, connection_reply
 from streamer.messages import (
     Goodbye,

@@ -14,9 +14,10 @@ from contextlib import suppress
 import trio
 
 from streamer.channel import ChannelError, TlsCredentials, open_channel
-from streamer.codec import FrameDecoder, encode
+from streamer.codec import encode
 from streamer.connection import GOODBYE_TIMEOUT, RECEIVE_SIZE, PeerConnection, close_quietly
 from streamer.errors import RemoteProtocolError
+from streamer.framing import FrameDecoder
 from streamer.greeting import HandshakeMachine, HandshakeRefused
 from streamer.identity import HandshakeError
 from streamer.messages import (

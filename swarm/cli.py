@@ -31,7 +31,7 @@ from swarm.cli_common import (
     worker_count,
 )
 from swarm.cli_reserve import add_capacity_option, add_upload_options, neighbourhood_size
-from swarm.cli_space import add_space_node_options, space_config  # spaces (issue 15)
+from swarm.cli_space_args import add_space_node_options, space_config  # spaces (issue 15)
 from swarm.localswarm import LocalSwarmError
 from syncer.verifier import default_workers
 
@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_pin_parser(sub)
     add_sim_parser(sub)
 
-    from swarm.cli_space import add_space_parser  # spaces (issue 15)
+    from swarm.cli_space_args import add_space_parser  # spaces (issue 15)
 
     add_space_parser(sub)
 

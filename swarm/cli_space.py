@@ -24,13 +24,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from swarm.cli_common import CliError, add_target_options, print_json, target_api
+from swarm.cli_common import CliError, print_json, target_api
+from swarm.cli_space_view import json_line, log_line, print_status, short_owner
 
-__all__ = ["add_space_node_options", "add_space_parser", "space_config"]
+__all__ = [
+    "cmd_heartbeat",
+    "cmd_join",
+    "cmd_log",
+    "cmd_members",
+    "cmd_new",
+    "cmd_say",
+    "cmd_set",
+    "cmd_state",
+    "cmd_status",
+]
 
 
 def _space_id(text: str) -> bytes:
@@ -92,14 +102,6 @@ def _run(args: argparse.Namespace, command: Any) -> int:
         raise CliError(str(exc)) from None
     finally:
         client.close()
-
-
-def _short(owner_hex: str) -> str:
-    return owner_hex[:8]
-
-
-def _when(ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "-"
 
 
 # -- members --------------------------------------------------------------------------------------
@@ -201,7 +203,7 @@ def cmd_log(args: argparse.Namespace) -> int:
             for entry in page["entries"]:
                 if entry["kind"] == "heartbeat" and not args.heartbeats:
                     continue
-                print(json_line(entry) if args.json else _log_line(entry), flush=True)
+                print(json_line(entry) if args.json else log_line(entry), flush=True)
             start = page["next"]
             if not args.follow and not page["entries"]:
                 return 0
@@ -213,31 +215,6 @@ def cmd_log(args: argparse.Namespace) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-
-
-def json_line(entry: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _log_line(entry: dict[str, Any]) -> str:
-    timeframe = ",".join("-" if s < 0 else str(s) for s in entry["timeframe"])
-    if entry["kind"] == "say":
-        what = entry.get("text", "?")
-    elif entry["kind"] == "set":
-        what = (
-            f"set {entry.get('key')} = {entry.get('value')}"
-            if entry.get("value")
-            else f"clear {entry.get('key')}"
-        )
-    else:
-        what = "(heartbeat)"
-    late = " (late)" if entry.get("late") else ""
-    return (
-        f"{entry['position']:>6}  {entry['member']}:{entry['seq']:<6} [{timeframe}]  "
-        f"{_when(entry['written_at'])}  {_short(entry['owner'])}: {what}{late}"
-    )
 
 
 def cmd_state(args: argparse.Namespace) -> int:
@@ -257,7 +234,7 @@ def cmd_state(args: argparse.Namespace) -> int:
         if not doc:
             print("(empty)")
             return 0
-        rows = [[k, v["value"], _short(v["writer"]), v["seq"]] for k, v in doc.items()]
+        rows = [[k, v["value"], short_owner(v["writer"]), v["seq"]] for k, v in doc.items()]
         print(table(["key", "value", "writer", "seq"], rows))
         return 0
 
@@ -276,123 +253,3 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
 
     return _run(args, run)
-
-
-def print_status(doc: dict[str, Any]) -> None:
-    from swarm.tables import table
-
-    def ago(since: float) -> str:
-        return f"{time.strftime('%H:%M:%S', time.localtime(since))} ({doc['now'] - since:.0f} s ago)"
-
-    rows = []
-    for m in doc["members"]:
-        state = m["state"]
-        if "waiting_for" in m:
-            w = m["waiting_for"]
-            state = f"waits for {w['member']}:{w['seq']} since {ago(w['since'])}"
-        if "invalid" in m:
-            state = f"INVALID from {m['invalid']['from']}: {m['invalid']['reason']}"
-        rows.append(
-            [
-                m["member"],
-                _short(m["owner"]),
-                "-" if m["last_processed"] is None else m["last_processed"],
-                m["held"],
-                "yes" if m["active"] else "NO",
-                state,
-            ]
-        )
-    print(
-        f"space {doc['space']} {doc['name']!r}: {doc['processed']} processed, {doc['ordered']} in total order"
-    )
-    print(table(["member", "owner", "last processed", "held", "active", "state"], rows))
-    for missing in doc["missing"]:
-        what = f"message {missing['seq']} of member {missing['member']} ({_short(missing['owner'] or '?')})"
-        if missing["seq"] is None:
-            what = f"member {missing['member']} (the member list update naming it)"
-        by = ", ".join(f"{m}:{s}" for m, s in missing["needed_by"])
-        print(f"STALLED: waiting for {what} since {ago(missing['since'])}, needed by {by}")
-    if not doc["missing"]:
-        print("not stalled")
-    if doc["holding_back_order"]:
-        names = ", ".join(str(m["member"]) for m in doc["holding_back_order"])
-        pending = doc["pending_order"]
-        print(f"total order waits for members {names} ({pending} processed messages not ordered yet)")
-
-
-# -- parser --------------------------------------------------------------------------------------
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 10**9:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
-    return value
-
-
-def add_space_node_options(p: argparse.ArgumentParser) -> None:
-    """`swarm node`'s options for the spaces it follows."""
-    from swarm.spaces.total import DEFAULT_INACTIVE_AFTER
-
-    p.add_argument(
-        "--space-inactive-after",
-        type=_seconds,
-        default=DEFAULT_INACTIVE_AFTER,
-        metavar="SECONDS",
-        help="a space member silent this long no longer holds the total order back "
-        f"(default {DEFAULT_INACTIVE_AFTER:g})",
-    )
-
-
-def space_config(args: argparse.Namespace) -> Any:
-    """The node's `SpaceConfig` from `add_space_node_options`' options."""
-    from swarm.spaces.config import SpaceConfig
-
-    return SpaceConfig(inactive_after=args.space_inactive_after)
-
-
-def add_space_parser(sub: Any) -> None:
-    space = sub.add_parser(
-        "space",
-        help="multi-writer spaces: many writers' feeds in one causally consistent order",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = space.add_subparsers(dest="space_command", metavar="COMMAND", required=True)
-
-    def command(name: str, help: str, func: Any, *, key: bool = False) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = commands.add_parser(name, help=help)
-        if name != "new":
-            p.add_argument("space", metavar="SPACEFILE" if name == "join" else "SPACE")
-        if key:
-            p.add_argument("--key", type=Path, required=True, metavar="FILE", help="your secp256k1 key file")
-        add_target_options(p)
-        p.set_defaults(func=func)
-        return p
-
-    p = command("new", "make a space, you its first member; writes its space file", cmd_new, key=True)
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--out", type=Path, help="the space file to write (default ./NAME.space)")
-    command("join", "become a member (with the space file)", cmd_join, key=True)
-    command("members", "the members, in admission order", cmd_members).add_argument(
-        "--json", action="store_true"
-    )
-    command("say", "write a message", cmd_say, key=True).add_argument("message", nargs="+", metavar="MESSAGE")
-    p = command("set", "set a key of the shared map (an empty VALUE clears it)", cmd_set, key=True)
-    p.add_argument("name", metavar="KEY")
-    p.add_argument("value", metavar="VALUE")
-    command("heartbeat", "say nothing, to let total order pass you", cmd_heartbeat, key=True)
-    p = command("log", "every message in the processing order", cmd_log)
-    p.add_argument(
-        "--mode", choices=("causal", "total"), default="causal", help="processing order (default causal)"
-    )
-    p.add_argument("--follow", action="store_true", help="keep printing new messages (Ctrl-C stops)")
-    p.add_argument("--heartbeats", action="store_true", help="show heartbeats too")
-    p.add_argument("--json", action="store_true", help="one JSON object per line")
-    command("state", "the shared map", cmd_state).add_argument("--json", action="store_true")
-    command("status", "per member: processed, waiting for what since when", cmd_status).add_argument(
-        "--json", action="store_true"
-    )

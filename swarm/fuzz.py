@@ -13,8 +13,8 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from streamer.codec import FrameDecoder
 from streamer.errors import RemoteProtocolError
+from streamer.framing import FrameDecoder
 from streamer.greeting import HandshakeMachine, HandshakeRefused
 from streamer.identity import HandshakeError, NodeIdentity, make_handshake
 from streamer.messages import (

@@ -39,7 +39,8 @@ from swarm.live.events import LiveEvent, event_json
 from swarm.live.feed_order import MODES
 from swarm.live.messages import InvalidLiveMessage
 from swarm.live.report import loss_document
-from swarm.live.service import Equivocation, LiveService
+from swarm.live.results import Equivocation
+from swarm.live.service import LiveService
 
 __all__ = ["KEEPALIVE", "live_routes"]
 

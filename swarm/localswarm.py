@@ -45,6 +45,13 @@ def read_node_info(directory: Path) -> dict[str, Any] | None:
     return info
 
 
+def write_node_info(directory: Path, info: dict[str, Any]) -> None:
+    """Replace ``directory/node.json`` at once (a reader never sees half of it)."""
+    tmp = Path(directory) / "node.json.tmp"
+    tmp.write_text(json.dumps(info) + "\n")
+    tmp.replace(Path(directory) / "node.json")
+
+
 def pid_alive(pid: object) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False

@@ -15,7 +15,6 @@ it reports.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterable
@@ -41,6 +40,7 @@ from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.gossip import Gossip
 from swarm.live.assembly import build_live_service
+from swarm.localswarm import write_node_info
 from swarm.offer_leases import LeasedStore
 from swarm.peer import Peer
 from swarm.proofs import MODES as PROVABLE_MODES
@@ -276,7 +276,8 @@ class Node:
                     nursery.start_soon(
                         self.sessions.keep_bootnode, host, port, config.redial_min, config.redial_max
                     )
-                self._write_node_json()
+                info = {"overlay": self.overlay.hex(), "p2p_port": self.p2p_port, "api_port": self.api_port}
+                write_node_info(self.data_dir, {**info, "pid": os.getpid()})
                 api = f"http://{config.api_host}:{self.api_port}" if self.api_port else "off"
                 log.info(
                     "node %s listening on %s:%d, API %s", self.overlay.hex(), config.host, self.p2p_port, api
@@ -290,17 +291,6 @@ class Node:
         with trio.move_on_after(GOODBYE_TIMEOUT):
             for peer in peers:
                 await peer.conn.wait_closed()
-
-    def _write_node_json(self) -> None:
-        info = {
-            "overlay": self.overlay.hex(),
-            "p2p_port": self.p2p_port,
-            "api_port": self.api_port,
-            "pid": os.getpid(),
-        }
-        tmp = self.data_dir / "node.json.tmp"
-        tmp.write_text(json.dumps(info) + "\n")
-        tmp.replace(self.data_dir / "node.json")
 
     def _local_handshake(self, challenge: bytes, binding: bytes) -> Handshake:
         """Our handshake for one connection, signed over the peer's Hello nonce and the channel."""

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from kademlia import PeerTable, TableSnapshot
 from streamer.messages import BIN_COUNT, SignedState
-from swarm.live.service import LiveStatistics
+from swarm.live.results import LiveStatistics
 from swarm.proofs import ProofsSnapshot
 from swarm.reserve_status import ReserveStatus
 from swarm.retrieval import Retrieval, RetrievalStatistics

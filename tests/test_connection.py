@@ -9,9 +9,10 @@ import pytest
 import trio
 import trio.testing
 
-from streamer.codec import FrameDecoder, encode
+from streamer.codec import encode
 from streamer.connection import Disconnect, PeerConnection
 from streamer.errors import RemoteProtocolError
+from streamer.framing import FrameDecoder
 from streamer.handshake import HandshakeFailed, handshake
 from streamer.identity import NodeIdentity, make_handshake, verify_handshake
 from streamer.messages import (

@@ -34,7 +34,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from localstore import Chunk
 from pot import MAX_PO, proximity
-from streamer.codec import FrameDecoder, encode
+from streamer.codec import encode
+from streamer.framing import FrameDecoder
 from streamer.identity import NodeIdentity, handshake_signing_bytes, make_handshake, verify_handshake
 from streamer.messages import (
     BIN_COUNT,

@@ -8,7 +8,7 @@ import sys
 from swarm.cli_live import sse_events
 from swarm.live.loss import COUNTERS, LossTable
 from swarm.live.report import loss_document, loss_summary_row, loss_text
-from swarm.live.service import LiveStatistics
+from swarm.live.results import LiveStatistics
 from swarm.live.window import WindowStatistics
 
 

@@ -39,7 +39,7 @@ from localstore import (
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_HEADER_SIZE, SLOT_SIZE, checksum
 from localstore.directory import FORMAT_VERSION, MARKER_NAME
 from localstore.pullindex import ENTRY_SIZE, HOLE_SLOT, pull_file_name
-from localstore.store import KEY_BIN_COUNTER, META_VERSION
+from localstore.storefiles import KEY_BIN_COUNTER, META_VERSION
 
 # -- helpers ---------------------------------------------------------------------------------------
 

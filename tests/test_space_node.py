@@ -185,7 +185,7 @@ def test_a_node_takes_its_space_inactivity_timeout_from_the_command_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from swarm.cli import build_parser
-    from swarm.cli_space import space_config
+    from swarm.cli_space_args import space_config
 
     args = build_parser().parse_args(["node", "--data-dir", "d", "--space-inactive-after", "90"])
     assert space_config(args).inactive_after == 90.0

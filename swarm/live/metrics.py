@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from swarm.live.loss import COUNTERS, GAUGES
-from swarm.live.service import LiveStatistics
+from swarm.live.results import LiveStatistics
 
 __all__ = ["live_families"]
 

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from swarm.live.loss import COUNTERS
-from swarm.live.service import LiveStatistics
+from swarm.live.results import LiveStatistics
 from swarm.tables import table
 
 __all__ = ["SHORT_NAMES", "loss_document", "loss_summary_row", "loss_text"]

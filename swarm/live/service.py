@@ -12,83 +12,48 @@ chunks, persist the publisher's frame) and tells it about peers and their live m
 
 Every loss found is counted in the `LossTable` and reported through `AdvisoryThrottle` to the
 local consumers and the log (the first at once, then at most one a second).
+
+The local consumers themselves are kept in `swarm.live.consumers`, uploaded chunks are recognised
+as feed updates in `swarm.live.uploads`, and what this hands back is in `swarm.live.results`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 
 import trio
 
 from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
-from localstore.feeds import update_address
-from localstore.soc import MIN_SOC_DATA_SIZE
 from streamer.errors import RemoteProtocolError
 from streamer.messages import FeedPush, GoodbyeCode, LiveInterest, StreamKind, TopicPush
-from swarm.live.accounting import AdvisoryListener, LossAccounting
+from swarm.live.accounting import LossAccounting
 from swarm.live.config import LiveConfig
-from swarm.live.events import TopicMessage
-from swarm.live.feed_order import MODES
+from swarm.live.consumers import LocalConsumers
 from swarm.live.follower import FeedFollower
 from swarm.live.interest import InterestTable
 from swarm.live.links import LivePeer, PeerLink
-from swarm.live.loss import LOCAL, LossRow
+from swarm.live.loss import LOCAL
 from swarm.live.messages import InvalidLiveMessage, Stream, make_topic_push
 from swarm.live.receiver import TopicReceiver
 from swarm.live.relay import Judgement, Outcome, Relay, detector_bytes
+from swarm.live.results import Equivocation, LiveStatistics, Published
 from swarm.live.seqno import PublisherSequence
 from swarm.live.subscription import TopicSubscription
-from swarm.live.window import WindowStatistics
+from swarm.live.uploads import feed_updates_among
 from swarm.logbudget import LogBudget
 from swarm.retrieval import ChunkUnavailable
 
-__all__ = ["Equivocation", "LiveService", "LiveStatistics", "Published"]
+__all__ = ["LiveService"]
 
 log = logging.getLogger(__name__)
 
-UPLOAD_LOOKAHEAD = 16
-"""Indices after the latest seen at which an uploaded chunk is recognised as a feed's update."""
 INVALID_BUDGET = 64
 INVALID_WINDOW = 10.0
 """A peer may push at most INVALID_BUDGET invalid messages per INVALID_WINDOW seconds."""
-
-
-class Equivocation(Exception):
-    """A different update is already known at this index of the feed."""
-
-
-@dataclass(frozen=True)
-class Published:
-    """What publishing at this node did: ``outcome`` "new" (pushed to ``pushed`` peers) or
-    "repeat" (already published: nothing sent), and the topic message's numbers."""
-
-    outcome: str
-    pushed: int
-    seq: int | None = None
-    chain: int | None = None
-
-
-@dataclass(frozen=True)
-class LiveStatistics:
-    loss: tuple[LossRow, ...]
-    received: int  # messages pushed to this node (and published here), repeats included
-    accepted: int  # of which new
-    bytes_received: int
-    bytes_accepted: int
-    forwarded: int  # messages queued to peers
-    dropped: int  # messages not queued: the peer's queue was full
-    published: int
-    followers: int
-    subscribers: int
-    advisories: int
-    detectors: WindowStatistics
-    receivers: WindowStatistics
-    interest: dict[str, int]
 
 
 class LiveService:
@@ -119,7 +84,9 @@ class LiveService:
         self._wall_ns = wall_ns
         now = wall()
         self.interest = InterestTable()
-        self.accounting = LossAccounting(self._consumers, interval=config.advisory_interval, wall=wall)
+        self.accounting = LossAccounting(
+            lambda: self.consumers.listeners(), interval=config.advisory_interval, wall=wall
+        )
         self.loss = self.accounting.table
         self.relay = Relay(
             self.interest,
@@ -134,10 +101,15 @@ class LiveService:
         self._saved_frame = load_frame()
         self.publisher = PublisherSequence(min_frame=self._saved_frame + 1)
         self._links: dict[bytes, PeerLink] = {}
-        self._followers: dict[Stream, set[FeedFollower]] = {}
-        self._scopes: dict[FeedFollower, trio.CancelScope] = {}
-        self._subscribers: dict[Stream, set[TopicSubscription]] = {}
-        self._nursery: trio.Nursery | None = None
+        self.consumers = LocalConsumers(
+            interest=self.interest,
+            interest_changed=self._interest_changed,
+            fetch=self.fetch,
+            accounting=self.accounting,
+            receiver=self.receiver,
+            config=config,
+            wall=wall,
+        )
         self._invalid_logged = LogBudget()
         self._invalid: dict[bytes, tuple[float, int]] = {}  # peer -> (window start, invalid in it)
         self.forwarded = 0
@@ -147,7 +119,7 @@ class LiveService:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the followers and the timers (window rotation, advisories) until cancelled."""
         async with trio.open_nursery() as nursery:
-            self._nursery = nursery
+            self.consumers.nursery = nursery
             task_status.started()
             while True:
                 await trio.sleep(self.config.tick)
@@ -158,8 +130,7 @@ class LiveService:
         self.relay.rotate(now)
         self.receiver.states.rotate_if_due(now)
         self.accounting.flush(now)
-        gaps = sum(f.open_gaps for followers in self._followers.values() for f in followers)
-        self.loss.set(LOCAL, "gaps_open", gaps, now)
+        self.loss.set(LOCAL, "gaps_open", self.consumers.open_gaps(), now)
 
     # -- peers ---------------------------------------------------------------------------------
 
@@ -221,10 +192,9 @@ class LiveService:
             return judgement, 0
         if judgement.update is not None:
             self._remember(Chunk.from_soc(judgement.update.soc))
-            for follower in self._followers.get(judgement.stream, ()):
-                follower.deliver(judgement.update)
+            self.consumers.deliver_update(judgement.stream, judgement.update)
         elif isinstance(msg, TopicPush):
-            self._deliver_topic(msg, judgement.stream, source, now)
+            self.consumers.deliver_topic(msg, judgement.stream, source, now)
         return judgement, self._forward(msg, judgement.stream, peer)
 
     def _forward(self, msg: FeedPush | TopicPush, stream: Stream, peer: bytes | None) -> int:
@@ -238,23 +208,6 @@ class LiveService:
         self.forwarded += queued
         return queued
 
-    def _deliver_topic(self, msg: TopicPush, stream: Stream, source: str, now: float) -> None:
-        subscribers = self._subscribers.get(stream)
-        if not subscribers:
-            return
-        verdict = self.receiver.classify(msg, now)
-        self.accounting.topic_verdict(source, stream, msg, verdict, now)
-        if verdict.delivered:
-            event = TopicMessage(msg, verdict, now)
-            for subscriber in subscribers:
-                subscriber.deliver(event)
-
-    def _consumers(self) -> list[AdvisoryListener]:
-        """Every local follower and subscriber: they are told of every loss advisory."""
-        found: list[AdvisoryListener] = [f for followers in self._followers.values() for f in followers]
-        found += [s for subscribers in self._subscribers.values() for s in subscribers]
-        return found
-
     # -- local consumers -----------------------------------------------------------------------
 
     async def fetch(self, address: bytes) -> bytes | None:
@@ -264,73 +217,16 @@ class LiveService:
         except ChunkUnavailable:
             return None
 
-    @asynccontextmanager
-    async def follow(
+    def follow(
         self, owner: bytes, topic: bytes, *, start: int | None = None, mode: str = "light"
-    ) -> AsyncIterator[FeedFollower]:
-        """A follower of the feed ``(owner, topic)`` for as long as the context lasts (read its
-        ``events``). Safe to use inside an async generator: the follower runs in the service."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        if self._nursery is None:
-            raise RuntimeError("the live service is not running")
-        stream = Stream.feed(owner, topic)
-        follower = FeedFollower(
-            stream,
-            start=start,
-            mode=mode,
-            fetch=self.fetch,
-            hooks=self.accounting,
-            config=self.config.follower,
-            wall=self._wall,
-        )
-        scope = trio.CancelScope()
-        self._followers.setdefault(stream, set()).add(follower)
-        self._scopes[follower] = scope
-        self.interest.follow(stream)
-        self._interest_changed()
-        try:
-            await self._nursery.start(self._run_follower, follower, scope)
-            yield follower
-        finally:
-            scope.cancel()
-            self._scopes.pop(follower, None)
-            self._followers[stream].discard(follower)
-            if not self._followers[stream]:
-                del self._followers[stream]
-            self.interest.unfollow(stream)
-            self._interest_changed()
+    ) -> AbstractAsyncContextManager[FeedFollower]:
+        """A follower of the feed ``(owner, topic)`` while the context lasts (`LocalConsumers.follow`)."""
+        return self.consumers.follow(owner, topic, start=start, mode=mode)
 
-    async def _run_follower(
-        self, follower: FeedFollower, scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]
-    ) -> None:
-        with scope:
-            try:
-                await follower.run(task_status=task_status)
-            except Exception:  # a bug in one follower must not take the node down
-                log.exception("%s: the follower failed", follower.stream.name)
-            finally:
-                follower.close()
+    def subscribe(self, topic: bytes) -> AbstractAsyncContextManager[TopicSubscription]:
+        """A subscription to ``topic`` while the context lasts (`LocalConsumers.subscribe`)."""
+        return self.consumers.subscribe(topic)
 
-    @asynccontextmanager
-    async def subscribe(self, topic: bytes) -> AsyncIterator[TopicSubscription]:
-        """A subscription to ``topic`` (every publisher) for as long as the context lasts."""
-        stream = Stream.topic_of(topic)
-        subscription = TopicSubscription(
-            stream, self.config.subscriber_backlog, self.accounting.dropped_for_slow_consumer
-        )
-        self._subscribers.setdefault(stream, set()).add(subscription)
-        self.interest.follow(stream)
-        self._interest_changed()
-        try:
-            yield subscription
-        finally:
-            subscription.close()
-            self._subscribers[stream].discard(subscription)
-            if not self._subscribers[stream]:
-                del self._subscribers[stream]
-            self.interest.unfollow(stream)
-            self._interest_changed()
 
     # -- publishing ----------------------------------------------------------------------------
 
@@ -362,34 +258,24 @@ class LiveService:
 
     def uploaded(self, chunks: list[Chunk]) -> int:
         """Chunks uploaded at this node (Bee's ``POST /soc``, ``POST /chunks``): those that are
-        updates of a feed someone follows are published live; returns how many.
-
-        A single-owner chunk does not say which feed and index it is, so for each feed that is
-        followed here or relayed, the UPLOAD_LOOKAHEAD indices after the latest this node has seen
-        (the first ones when it has seen none) are compared with the uploaded addresses: the writer
-        writing its next update, as bee-js and `swarm feed update` do, is caught; an update far
-        ahead is not pushed (followers find it with their look for newer updates).
-        """
+        the next updates of a feed followed or relayed here (`swarm.live.uploads`) are published
+        live; returns how many."""
         feeds = [stream for stream in self.interest.wanted() if stream.kind is StreamKind.FEED]
-        uploaded = {chunk.address: chunk for chunk in chunks if len(chunk.data) >= MIN_SOC_DATA_SIZE}
-        if not feeds or not uploaded:
+        if not feeds:
             return 0
         published = 0
-        for stream in feeds:
-            detector = self.relay.detectors.get(stream)
-            latest = detector.latest if detector is not None else None
-            start = 0 if latest is None else latest + 1
-            for index in range(start, start + UPLOAD_LOOKAHEAD):
-                chunk = uploaded.get(update_address(stream.owner, stream.topic, index))
-                if chunk is None:
-                    continue
-                try:
-                    self.publish_feed_update(stream.owner, stream.topic, index, chunk.data)
-                except (InvalidLiveMessage, Equivocation) as exc:
-                    log.info("%s: uploaded update %d not published live: %s", stream.name, index, exc)
-                else:
-                    published += 1
+        for stream, index, chunk in feed_updates_among(chunks, feeds, self._latest_seen):
+            try:
+                self.publish_feed_update(stream.owner, stream.topic, index, chunk.data)
+            except (InvalidLiveMessage, Equivocation) as exc:
+                log.info("%s: uploaded update %d not published live: %s", stream.name, index, exc)
+            else:
+                published += 1
         return published
+
+    def _latest_seen(self, stream: Stream) -> int | None:
+        detector = self.relay.detectors.get(stream)
+        return detector.latest if detector is not None else None
 
     # -- reporting -----------------------------------------------------------------------------
 
@@ -404,8 +290,8 @@ class LiveService:
             forwarded=self.forwarded,
             dropped=self.dropped,
             published=self.published,
-            followers=sum(len(f) for f in self._followers.values()),
-            subscribers=sum(len(s) for s in self._subscribers.values()),
+            followers=self.consumers.followers,
+            subscribers=self.consumers.subscribers,
             advisories=self.accounting.advisories.sent,
             detectors=relay.detectors.statistics(),
             receivers=self.receiver.states.statistics(),

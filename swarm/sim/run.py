@@ -58,6 +58,31 @@ def _java_version(spark: SparkSession) -> str | None:
         return None
 
 
+def _spark_info(session: SparkSession, master: str | None, partitions: int) -> dict[str, Any]:
+    """Where the grid ran, for run.json."""
+    sc = session.sparkContext
+    return {
+        "master": sc.master,
+        "requested_master": master,
+        "default_parallelism": sc.defaultParallelism,
+        "partitions": partitions,
+        "spark_version": sc.version,
+        "java_version": _java_version(session),
+    }
+
+
+def _write_summary(summary: list[SummaryRow], out: Path) -> str:
+    """summary.csv and summary.md (every column, with intervals); returns the markdown table."""
+    markdown = markdown_table(summary)
+    write_csv(summary, out / "summary.csv")
+    (out / "summary.md").write_text(
+        "# swarm sim summary\n\n"
+        "Mean ± half-width of the 95% Student t interval over runs, per network size N and strategy. "
+        "↑: higher is better, ↓: lower is better.\n\n" + markdown + "\n" + FAILED_NOTE + "\n"
+    )
+    return markdown
+
+
 def run_simulation(
     *,
     sizes: Sequence[int],
@@ -90,25 +115,14 @@ def run_simulation(
         rank = {s: i for i, s in enumerate(strategies)}
         write_tables(session, outcome, out, order=lambda r: (rank[r[0]], r[1], r[2]))
         outcome.results.unpersist()
-        spark_info = {
-            "master": sc.master,
-            "requested_master": master,
-            "default_parallelism": sc.defaultParallelism,
-            "partitions": len(keys) if partitions <= 0 else min(partitions, len(keys)),
-            "spark_version": sc.version,
-            "java_version": _java_version(session),
-        }
+        spark_info = _spark_info(
+            session, master, len(keys) if partitions <= 0 else min(partitions, len(keys))
+        )
     finally:
         if own:
             session.stop()
     summary = summarise(outcome.runs, strategies)
-    markdown = markdown_table(summary)
-    write_csv(summary, out / "summary.csv")
-    (out / "summary.md").write_text(
-        "# swarm sim summary\n\n"
-        "Mean ± half-width of the 95% Student t interval over runs, per network size N and strategy. "
-        "↑: higher is better, ↓: lower is better.\n\n" + markdown + "\n" + FAILED_NOTE + "\n"
-    )
+    markdown = _write_summary(summary, out)
     plots = write_plots(summary, out, strategies)
     seconds = time.perf_counter() - t0
     files = [out / RUNS_TABLE, out / NODES_TABLE, out / "summary.csv", out / "summary.md", *plots]
