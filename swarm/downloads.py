@@ -17,8 +17,9 @@ from starlette.types import Receive, Scope, Send
 
 from localstore import Chunk, InvalidChunk
 from swarm.byteranges import ByteRange, parse_range
-from swarm.chunker import CorruptTree, check_chunk, child_refs, file_size
+from swarm.chunker import CorruptTree, child_refs, file_size
 from swarm.files import Fetch, fetch_intermediates, read_file, stream_file
+from swarm.joiner import check_chunk
 from swarm.retrieval import ChunkUnavailable
 
 __all__ = ["BUFFERED_DOWNLOAD", "TreeResponse", "file_response", "range_headers"]

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import trio
 
 from localstore import CHUNK_SIZE, Chunk
-from swarm.chunker import Splitter, check_chunk, children_in_range, join
+from swarm.chunker import Splitter, children_in_range
+from swarm.joiner import check_chunk, join
 
 Fetch = Callable[[bytes], Awaitable[Chunk]]
 

@@ -22,10 +22,9 @@ from swarm.chunker import (
     child_refs,
     file_size,
     is_data_chunk,
-    join,
-    join_sync,
     split_bytes,
 )
+from swarm.joiner import join, join_sync
 
 CS = 4096
 Store = dict[bytes, Chunk]
