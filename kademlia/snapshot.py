@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 __all__ = ["BinSummary", "TableSnapshot"]
@@ -26,6 +27,22 @@ class TableSnapshot:
     depth: int
     neighbourhood_size: int
     bins: tuple[BinSummary, ...]
+
+    @classmethod
+    def of(
+        cls,
+        base: bytes,
+        depth: int,
+        neighbourhood_size: int,
+        known: Sequence[Collection[bytes]],
+        connected: Sequence[Collection[bytes]],
+    ) -> TableSnapshot:
+        """The snapshot of a table from its known and connected peers per bin (insertion order)."""
+        bins = tuple(
+            BinSummary(po, len(known[po]), len(connected[po]), tuple(connected[po]), tuple(known[po]))
+            for po in range(len(known))
+        )
+        return cls(base, depth, neighbourhood_size, bins)
 
     @property
     def known(self) -> int:

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import partial
 
-from pot import MAX_PO, Pot, proximity
+from pot import MAX_PO, Pot
 
 from .depth import neighbourhood_depth, sync_bins
-from .snapshot import BinSummary, TableSnapshot
+from .saturation import check_limits, surplus
+from .snapshot import TableSnapshot
 from .tablepots import TablePots
 
 __all__ = ["PeerTable"]
@@ -42,16 +43,13 @@ class PeerTable:
     ) -> None:
         if not isinstance(base, bytes) or not base:
             raise ValueError(f"base must be a non-empty bytes address, got {base!r}")
-        if neighbourhood_size < 1:
-            raise ValueError(f"neighbourhood_size must be at least 1, got {neighbourhood_size}")
-        if saturation < 1:
-            raise ValueError(f"saturation must be at least 1, got {saturation}")
-        if over_saturation < saturation:
-            raise ValueError(f"over_saturation ({over_saturation}) must be >= saturation ({saturation})")
-        if max_po < 0:
-            raise ValueError(f"max_po must not be negative, got {max_po}")
-        if max_known_per_bin is not None and max_known_per_bin < 1:
-            raise ValueError(f"max_known_per_bin must be at least 1, got {max_known_per_bin}")
+        check_limits(
+            neighbourhood_size=neighbourhood_size,
+            saturation=saturation,
+            over_saturation=over_saturation,
+            max_po=max_po,
+            max_known_per_bin=max_known_per_bin,
+        )
         self.base = base
         self.neighbourhood_size = neighbourhood_size
         self.saturation = saturation
@@ -290,21 +288,10 @@ class PeerTable:
         )
 
     def over_saturated(self) -> list[bytes]:
-        """Connected peers to disconnect: the surplus beyond ``over_saturation`` in each bin below depth.
-
-        Within a bin the most redundant peer goes first: the one with the highest proximity to another
-        connected peer of the bin (its removal opens the smallest gap); ties go to the higher address.
-        Redundancy is recomputed after every choice. Shallowest bin first. Dropping these peers leaves
-        the depth unchanged.
-        """
-        surplus: list[bytes] = []
-        for po in range(self.depth()):
-            peers = list(self._connected[po])
-            while len(peers) > self.over_saturation:
-                victim = _most_redundant(peers)
-                peers.remove(victim)
-                surplus.append(victim)
-        return surplus
+        """Connected peers to disconnect: the surplus beyond ``over_saturation`` in each bin below depth,
+        shallowest bin first, the most redundant first within a bin (``kademlia.saturation.surplus``).
+        Dropping them leaves the depth unchanged."""
+        return surplus((self._connected[po] for po in range(self.depth())), self.over_saturation)
 
     def sync_bins_for(self, overlay: bytes) -> list[int]:
         """The upstream bins to pull from peer ``overlay`` under the sync rule, at the current depth."""
@@ -312,21 +299,8 @@ class PeerTable:
 
     def snapshot(self) -> TableSnapshot:
         """A frozen summary of the table for the topology view."""
-        return TableSnapshot(
-            base=self.base,
-            depth=self.depth(),
-            neighbourhood_size=self.neighbourhood_size,
-            bins=tuple(
-                BinSummary(
-                    po,
-                    len(self._known[po]),
-                    len(self._connected[po]),
-                    tuple(self._connected[po]),
-                    tuple(self._known[po]),
-                )
-                for po in range(self.max_po + 1)
-            ),
-        )
+        depth, size = self.depth(), self.neighbourhood_size
+        return TableSnapshot.of(self.base, depth, size, self._known, self._connected)
 
     def __repr__(self) -> str:
         return (
@@ -338,12 +312,3 @@ class PeerTable:
         if not 0 <= po <= self.max_po:
             raise ValueError(f"bin must be within 0..{self.max_po}, got {po}")
         return po
-
-
-def _most_redundant(peers: list[bytes]) -> bytes:
-    """The peer with the highest proximity to another of ``peers``; ties: the higher address."""
-
-    def redundancy(peer: bytes) -> tuple[int, bytes]:
-        return max((proximity(peer, other) for other in peers if other != peer), default=-1), peer
-
-    return max(peers, key=redundancy)

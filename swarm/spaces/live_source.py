@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
-from swarm.spaces.replica import FeedFollow
+from swarm.spaces.sources import FeedFollow
 
 __all__ = ["LiveFollowing", "live_follow"]
 

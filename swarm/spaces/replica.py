@@ -7,8 +7,10 @@ rules are the pure `SpaceReader`'s. Tasks, in one nursery:
   the swarm for it now and then), admits members, starts a feed reader for each;
 - a **feed reader** per member: fetches the member's next messages in order, within the window
   the engine allows (so a slow reader holds a bounded number of messages), from the local store,
-  polling it; a **prober** per member asks the swarm for the next message every few seconds and
-  stores it, for feeds this node does not get by pull sync;
+  polling it;
+- per feed, a **prober** and a **follower** (`swarm.spaces.sources`): the first asks the swarm for
+  the next message every few seconds (for feeds this node does not get by pull sync), the second
+  keeps what live propagation pushes;
 - the **pump**: processes what is ready and extends the total order whenever something arrived,
   and on a tick (inactive members only time out with the clock).
 
@@ -20,53 +22,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from localstore.chunk import Chunk
 from localstore.feeds import parse_update, update_address
-from localstore.soc import MIN_SOC_DATA_SIZE, InvalidSoc
+from localstore.soc import InvalidSoc
 from swarm.spaces.config import SpaceConfig
 from swarm.spaces.messages import MEMBERS_TOPIC, InvalidSpaceMessage, decode_member_entry, message_topic
 from swarm.spaces.reader import SpaceReader, WriterView
+from swarm.spaces.sources import ChunkSource, FeedFollow, follow_feed, probe_feed, stored_payload
 
-__all__ = ["ChunkSource", "FeedFollow", "NotCaughtUp", "Replica", "SpaceConfig", "stored_payload"]
+__all__ = ["NotCaughtUp", "Replica"]
 
 log = logging.getLogger(__name__)
-
-
-def stored_payload(data: bytes) -> bytes | None:
-    """The wrapped payload of a single-owner chunk from the node's store or retrieval, both of
-    which verified it (signature, address) before taking it: not checked again (that costs a
-    BMT hash and a signature recovery per message). None if it cannot be a SOC."""
-    if len(data) < MIN_SOC_DATA_SIZE:
-        return None
-    span = int.from_bytes(data[MIN_SOC_DATA_SIZE - 8 : MIN_SOC_DATA_SIZE], "little")
-    payload = data[MIN_SOC_DATA_SIZE:]
-    return payload if span == len(payload) else None
-
-
-class ChunkSource(Protocol):
-    """Where a replica gets chunks: the node's store, the swarm, and a way to keep what it fetched."""
-
-    def local(self, address: bytes) -> bytes | None: ...
-
-    async def remote(self, address: bytes) -> bytes | None: ...
-
-    def keep(self, chunk: Chunk) -> None: ...
-
-
-class FeedFollow(Protocol):
-    """Updates of the feed ``(owner, topic)`` from index ``start`` on, ``(index, SOC data)``, as
-    they are pushed to the node (live propagation, issue 14): a replica given one learns of new
-    messages at once rather than at its next look."""
-
-    def __call__(
-        self, owner: bytes, topic: bytes, start: int
-    ) -> AbstractAsyncContextManager[AsyncIterator[tuple[int, bytes]]]: ...
 
 
 class NotCaughtUp(Exception):
@@ -117,7 +87,7 @@ class Replica:
 
     async def _member_list_loop(self) -> None:
         self._nursery_start(self._prober, lambda: self._member_list_address(), -1)
-        self._nursery_start(self._push_loop, self.space, MEMBERS_TOPIC, lambda: self.member_entries)
+        self._start_follow(self.space, MEMBERS_TOPIC, lambda: self.member_entries)
         while True:
             data = self.source.local(self._member_list_address())
             if data is None:
@@ -158,8 +128,16 @@ class Replica:
             self.reader.orderer.set_drained(member, False)
             self._nursery_start(self._feed_loop, member)
             self._nursery_start(self._prober, lambda: self._next_address(member), member)
-            self._nursery_start(self._push_loop, entry.owner, self.topic, lambda: self._first_missing(member))
+            self._start_follow(entry.owner, self.topic, lambda: self._first_missing(member))
         self._arrived.set()
+
+    def _start_follow(self, owner: bytes, topic: bytes, start: Callable[[], int]) -> None:
+        """Keep what live propagation pushes of a feed, if this node follows feeds live."""
+        if self._follow is not None:
+            retry = self.config.remote_every
+            self._nursery_start(
+                follow_feed, self._follow, self.source, owner, topic, start, retry, self._arrived_now
+            )
 
     def _nursery_start(self, function: Callable[..., Awaitable[None]], *args: object) -> None:
         assert self._nursery is not None, "the replica is not running"
@@ -210,37 +188,12 @@ class Replica:
         self._arrived.set()
         return taken
 
-    async def _prober(self, address_of: Callable[[], bytes | None], feed: int) -> None:
-        """Now and then ask the swarm for the next update this replica lacks, and keep it."""
-        while True:
-            await trio.sleep(self.config.remote_every)
-            address = address_of()
-            if address is None or self.source.local(address) is not None:
-                continue
-            data = await self.source.remote(address)
-            if data is not None:
-                self.source.keep(Chunk(address, data))
-                log.debug(
-                    "space %s: feed %d: fetched %s from the swarm", self.space.hex(), feed, address.hex()
-                )
-                self._arrived.set()
+    def _prober(self, address_of: Callable[[], bytes | None], feed: int) -> Awaitable[None]:
+        what = f"space {self.space.hex()}: feed {feed}"
+        return probe_feed(self.source, address_of, self.config.remote_every, self._arrived_now, what)
 
-    async def _push_loop(self, owner: bytes, topic: bytes, start: Callable[[], int]) -> None:
-        """Keep what is pushed of a feed (from the first update this replica lacks) and look at
-        once; the feed reader takes it from the store. Followed again after a failure."""
-        if self._follow is None:
-            return
-        while True:
-            try:
-                async with self._follow(owner, topic, start()) as updates:
-                    async for index, data in updates:
-                        address = update_address(owner, topic, index)
-                        if self.source.local(address) is None:  # the live service may have stored it
-                            self.source.keep(Chunk(address, data))
-                        self._arrived.set()
-            except Exception as exc:  # a failing follower must not stop the replica
-                log.warning("space %s: following %s failed: %r", self.space.hex(), owner.hex(), exc)
-            await trio.sleep(self.config.remote_every)
+    def _arrived_now(self) -> None:
+        self._arrived.set()
 
     async def _nap(self) -> None:
         with trio.move_on_after(self.config.poll):

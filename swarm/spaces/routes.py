@@ -31,8 +31,9 @@ from localstore.feeds import MAX_INDEX
 from localstore.soc import MAX_SOC_DATA_SIZE
 from swarm.spaces.messages import InvalidSpaceMessage, Kind, decode_message
 from swarm.spaces.reader import MODES, LogRecord
-from swarm.spaces.replica import NotCaughtUp, Replica, stored_payload
+from swarm.spaces.replica import NotCaughtUp, Replica
 from swarm.spaces.service import RefusedWrite, SpaceService
+from swarm.spaces.sources import stored_payload
 
 __all__ = ["SETTLE_TIMEOUT", "space_routes"]
 

@@ -19,6 +19,7 @@ from localstore import Chunk, ChunkDamaged, ChunkNotFound
 from localstore.feeds import parse_update
 from localstore.soc import InvalidSoc
 from swarm.retrieval import ChunkUnavailable
+from swarm.spaces.config import SpaceConfig
 from swarm.spaces.messages import (
     MEMBERS_TOPIC,
     InvalidSpaceMessage,
@@ -26,7 +27,8 @@ from swarm.spaces.messages import (
     decode_message,
     message_topic,
 )
-from swarm.spaces.replica import FeedFollow, Replica, SpaceConfig
+from swarm.spaces.replica import Replica
+from swarm.spaces.sources import FeedFollow
 
 __all__ = ["NodeChunks", "RefusedWrite", "SpaceService"]
 
