@@ -152,6 +152,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
                 yield piece
         progress.done()
         receipts.follow()  # the bytes are out: the node now waits for the chunks' receipts
+
     try:
         headers = upload_headers(args, receipts.tag)
         response = httpx.post(f"{url}/bytes", content=body(), headers=headers, timeout=None)

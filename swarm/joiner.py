@@ -18,6 +18,7 @@ from swarm.chunker import CorruptTree, child_refs, children_in_range, is_data_ch
 
 __all__ = ["check_chunk", "join", "join_sync"]
 
+
 @dataclass(frozen=True, slots=True)
 class _Fetch:
     """Request from the tree walk to its driver: send me the chunk at this address."""

@@ -10,7 +10,8 @@ chunks come in by: synced, re-fetched or uploaded); `Transfers` (one transfer pe
 address book (both kept by `Topology`) and the Kademlia `ConnectionManager`; `Sessions` (one
 per connected peer: its `Upstream`, its `PullSyncClient`, its retrieve requests); `Gossip`;
 `Retrieval`; the HTTP API, which reads one immutable `NodeStatistics` snapshot for everything
-it reports.
+it reports. The network services are built in `swarm.network_assembly`, the reserve's in
+`swarm.reserve_assembly`; what each connection is wired to, in `swarm.peer_wiring`.
 """
 
 from __future__ import annotations
@@ -20,47 +21,37 @@ import os
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import cast
 
 import trio
 
-from kademlia import PeerTable, get_strategy, sync_bins
-from kademlia.addresses import AddressBook, Backoff, DialPolicy
-from kademlia.manager import ConnectionManager
+from kademlia import get_strategy, sync_bins
 from localstore import Chunk, LocalStore
 from localstore.pins import Pins
 from localstore.reserve import Reserve
-from pot import MAX_PO, proximity
-from streamer.channel import TlsCredentials
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
-from streamer.identity import NodeIdentity, load_or_create_identity, make_handshake
-from streamer.messages import PROTOCOL_VERSION, GoodbyeCode, Handshake, Peers
-from streamer.requests import RequestTable
+from streamer.identity import NodeIdentity, load_or_create_identity
+from streamer.messages import GoodbyeCode
 from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
-from swarm.gossip import Gossip
 from swarm.live.assembly import build_live_service
 from swarm.localswarm import write_node_info
-from swarm.offer_leases import LeasedStore
+from swarm.network_assembly import build_network_services
 from swarm.peer import Peer
+from swarm.peer_wiring import PeerWiring
 from swarm.proofs import MODES as PROVABLE_MODES
 from swarm.proofs import NodeProofs
 from swarm.repair import Repair
 from swarm.reserve_assembly import ReserveInputs, build_reserve_services
 from swarm.reserve_status import reserve_status
 from swarm.retrieval import Retrieval
-from swarm.sessions import Sessions
 from swarm.spaces.live_source import live_follow  # spaces (issue 15)
 from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
-from swarm.topology import Topology
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
 from syncer.puller import Puller, SyncRule
-from syncer.pullsync import PullSyncClient
 from syncer.transfers import Transfers
-from syncer.upstream import Upstream
 from syncer.verifier import ChunkVerifier
 
 log = logging.getLogger(__name__)
@@ -89,6 +80,7 @@ class Node:
         self._build_network()
         self._build_services()
         self._build_reserve()
+        self._build_wiring()
 
     def _build_storage(self) -> None:
         """Identity, store, and the pulling side's state: what chunks come in through."""
@@ -119,43 +111,12 @@ class Node:
 
     def _build_network(self) -> None:
         """The peer table, the address book and its policy, sessions, the manager, gossip."""
-        config = self.config
-        self.table = PeerTable(
-            self.overlay,
-            neighbourhood_size=config.neighbourhood_size,
-            saturation=config.saturation,
-            over_saturation=config.over_saturation,
-            max_po=MAX_PO,
-        )
-        networks = config.dial_networks
-        self.topology = Topology(
-            self.overlay,
-            self.table,
-            AddressBook(self.overlay),
-            DialPolicy(networks) if networks else DialPolicy.for_host(config.host),
-            forget_record=lambda overlay: self.gossip.drop_record(overlay),
-            changed=lambda: self.manager.changed(),
-        )
-        self.sessions = Sessions(
-            self._local_handshake,
-            self._make_peer,
-            network_id=config.network_id,
-            overlay=self.overlay,
-            connected=self._connected,
-            disconnected=self._disconnected,
-            credentials=TlsCredentials() if config.channel == "tls" else None,
-        )
-        self.manager = ConnectionManager(
-            self.table,
-            self.topology.book,
-            get_strategy(config.strategy),
-            self.sessions.dial,
-            lambda overlay, reason: self.sessions.close(overlay, GoodbyeCode.PRUNED, reason),
-            backoff=Backoff(config.redial_min, config.redial_max),
-        )
-        self.gossip = Gossip(
-            self.identity, config.network_id, self.topology.learn, interval=config.gossip_interval
-        )
+        self.network = build_network_services(self.config, self.identity, self.overlay, lambda: self.wiring)
+        self.table = self.network.table
+        self.topology = self.network.topology
+        self.sessions = self.network.sessions
+        self.manager = self.network.manager
+        self.gossip = self.network.gossip
 
     def _build_services(self) -> None:
         """What serves users and repairs the store: retrieval, the Bee-shaped backend, repair."""
@@ -222,6 +183,27 @@ class Node:
         self.pushsync = parts.pushsync
         self.pusher = parts.pusher
         self.uploads = parts.uploads
+
+    def _build_wiring(self) -> None:
+        """What each connection is wired to, now that every service exists."""
+        self.wiring = PeerWiring(
+            config=self.config,
+            identity=self.identity,
+            overlay=self.overlay,
+            p2p_port=lambda: self.p2p_port,
+            store=self.store,
+            offer_leases=self.offer_leases,
+            transfers=self.transfers,
+            intake=self.intake,
+            puller=self.puller,
+            proofs=self.proofs,
+            table=self.table,
+            topology=self.topology,
+            gossip=self.gossip,
+            retrieval=self.retrieval,
+            live=self.live,
+            pushsync=self.pushsync,
+        )
 
     def _stored(self, addresses: Iterable[bytes]) -> None:
         """Chunks entered the store: batches waiting for them may be complete; the reserve may
@@ -292,78 +274,10 @@ class Node:
             for peer in peers:
                 await peer.conn.wait_closed()
 
-    def _local_handshake(self, challenge: bytes, binding: bytes) -> Handshake:
-        """Our handshake for one connection, signed over the peer's Hello nonce and the channel."""
-        return make_handshake(
-            self.identity,
-            version=PROTOCOL_VERSION,
-            network_id=self.config.network_id,
-            epoch=self.store.epoch,
-            host=self.config.host,
-            port=self.p2p_port,
-            challenge=challenge,
-            binding=binding,
-        )
-
-    def _make_peer(self, conn: PeerConnection) -> Peer:
-        """The services one connection speaks to."""
-        overlay = conn.overlay
-        requests = RequestTable()
-        timeout = self.config.retrieve_timeout
-        client = PullSyncClient(
-            conn,
-            conn.remote.epoch,
-            transfers=self.transfers,
-            intake=self.intake,
-            stats=self.puller.stats_of(overlay),
-            fetch=partial(requests.retrieve, conn, hop_limit=0, timeout=timeout),
-            completed=partial(self.puller.record, overlay),
-            config=self.config.puller,
-            verifying=self.proofs.verifying(overlay, conn.remote.public_key, conn.remote.epoch),
-        )
-        return Peer(
-            conn,
-            min(proximity(self.overlay, overlay), MAX_PO),
-            # the upstream sees the store through leases: what it offers is not evicted meanwhile
-            upstream=Upstream(
-                conn,
-                cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
-                live_idle=self.config.live_idle,
-                provable=self.proofs.provable(),
-                unwanted=self.offer_leases.release_all,
-            ),
-            client=client,
-            requests=requests,
-            on_retrieve_request=self.retrieval.on_request,
-            on_peers=self._on_peers,
-            on_live=self.live.on_message,
-            retrieve_timeout=timeout,
-            on_push_delivery=self.pushsync.on_delivery,
-        )
-
     # -- topology -----------------------------------------------------------------------------
 
     def depth(self) -> int:
         return self.puller.depth
-
-    def _connected(self, peer: Peer) -> None:
-        remote = peer.conn.remote
-        self.topology.connected(peer.overlay, remote.host, remote.port)
-        self.puller.set_depth(self.table.depth())
-        peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
-        if self.config.gossip:
-            peer.conn.start_soon(self.gossip.tell, peer)
-        self.live.peer_connected(peer)
-
-    def _disconnected(self, peer: Peer) -> None:
-        self.live.peer_disconnected(peer)
-        self.gossip.forget(peer.overlay)
-        self.puller.set_depth(self.table.depth())
-        self.topology.disconnected(peer.overlay)
-
-    def _on_peers(self, peer: Peer, msg: Peers) -> None:
-        if self.config.gossip:
-            self.gossip.on_records(peer, msg)
 
     # -- for the API and the tests --------------------------------------------------------------
 
@@ -399,12 +313,7 @@ class Node:
             table=self.table,
             strategy=self.config.strategy,
             saturation=self.config.saturation,
-            gossip={
-                "received": self.gossip.received,
-                "rejected": self.gossip.rejected,
-                "rate_limited": self.gossip.rate_limited,
-                "refused": self.topology.refused,
-            },
+            gossip=self.network.gossip_counters(),
             equivocations=self.equivocations.count,
             repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
             reserve=reserve_status(

@@ -227,7 +227,6 @@ class LiveService:
         """A subscription to ``topic`` while the context lasts (`LocalConsumers.subscribe`)."""
         return self.consumers.subscribe(topic)
 
-
     # -- publishing ----------------------------------------------------------------------------
 
     def publish_feed_update(self, owner: bytes, topic: bytes, index: int, data: bytes) -> Published:

@@ -1,0 +1,133 @@
+"""How one connection is wired into the node's services (part of the composition root).
+
+For each connection: our handshake, signed over the peer's Hello nonce and the channel; the
+`Peer` with the services it speaks to (its `Upstream` over the leased store, its
+`PullSyncClient`, its retrieve requests, the handlers of retrieval, gossip, live propagation and
+push syncing); and what its arrival and departure change (topology, depth, pulling, gossip, live
+propagation). `Node` builds one `PeerWiring` once every service exists and hands its methods to
+`Sessions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import cast
+
+from kademlia import PeerTable
+from localstore import LocalStore
+from pot import MAX_PO, proximity
+from streamer.connection import PeerConnection
+from streamer.identity import NodeIdentity, make_handshake
+from streamer.messages import PROTOCOL_VERSION, Handshake, Peers
+from streamer.requests import RequestTable
+from swarm.config import NodeConfig
+from swarm.gossip import Gossip
+from swarm.live.service import LiveService
+from swarm.offer_leases import LeasedStore, OfferLeases
+from swarm.peer import Peer
+from swarm.proofs import NodeProofs
+from swarm.pushsync import PushSync
+from swarm.retrieval import Retrieval
+from swarm.topology import Topology
+from syncer.intake import ChunkIntake
+from syncer.puller import Puller
+from syncer.pullsync import PullSyncClient
+from syncer.transfers import Transfers
+from syncer.upstream import Upstream
+
+__all__ = ["PeerWiring"]
+
+
+@dataclass(frozen=True)
+class PeerWiring:
+    """The services a connection is wired to; ``p2p_port`` is read when a handshake is made."""
+
+    config: NodeConfig
+    identity: NodeIdentity
+    overlay: bytes
+    p2p_port: Callable[[], int]
+    store: LocalStore
+    offer_leases: OfferLeases
+    transfers: Transfers
+    intake: ChunkIntake
+    puller: Puller
+    proofs: NodeProofs
+    table: PeerTable
+    topology: Topology
+    gossip: Gossip
+    retrieval: Retrieval
+    live: LiveService
+    pushsync: PushSync
+
+    def handshake(self, challenge: bytes, binding: bytes) -> Handshake:
+        """Our handshake for one connection, signed over the peer's Hello nonce and the channel."""
+        return make_handshake(
+            self.identity,
+            version=PROTOCOL_VERSION,
+            network_id=self.config.network_id,
+            epoch=self.store.epoch,
+            host=self.config.host,
+            port=self.p2p_port(),
+            challenge=challenge,
+            binding=binding,
+        )
+
+    def make_peer(self, conn: PeerConnection) -> Peer:
+        """The services one connection speaks to."""
+        overlay, remote = conn.overlay, conn.remote
+        requests = RequestTable()
+        timeout = self.config.retrieve_timeout
+        client = PullSyncClient(
+            conn,
+            remote.epoch,
+            transfers=self.transfers,
+            intake=self.intake,
+            stats=self.puller.stats_of(overlay),
+            fetch=partial(requests.retrieve, conn, hop_limit=0, timeout=timeout),
+            completed=partial(self.puller.record, overlay),
+            config=self.config.puller,
+            verifying=self.proofs.verifying(overlay, remote.public_key, remote.epoch),
+        )
+        # the upstream sees the store through leases: what it offers is not evicted meanwhile
+        upstream = Upstream(
+            conn,
+            cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
+            live_idle=self.config.live_idle,
+            provable=self.proofs.provable(),
+            unwanted=self.offer_leases.release_all,
+        )
+        return Peer(
+            conn,
+            min(proximity(self.overlay, overlay), MAX_PO),
+            upstream=upstream,
+            client=client,
+            requests=requests,
+            on_retrieve_request=self.retrieval.on_request,
+            on_peers=self.on_peers,
+            on_live=self.live.on_message,
+            retrieve_timeout=timeout,
+            on_push_delivery=self.pushsync.on_delivery,
+        )
+
+    def connected(self, peer: Peer) -> None:
+        """A session runs: the peer joins the topology, the depth may change, pulling starts."""
+        remote = peer.conn.remote
+        self.topology.connected(peer.overlay, remote.host, remote.port)
+        self.puller.set_depth(self.table.depth())
+        peer.conn.start_soon(self.puller.pull, peer.client, peer.po)
+        if self.config.gossip:
+            peer.conn.start_soon(self.gossip.tell, peer)
+        self.live.peer_connected(peer)
+
+    def disconnected(self, peer: Peer) -> None:
+        """A session ended: the peer leaves live propagation, gossip and the topology."""
+        self.live.peer_disconnected(peer)
+        self.gossip.forget(peer.overlay)
+        self.puller.set_depth(self.table.depth())
+        self.topology.disconnected(peer.overlay)
+
+    def on_peers(self, peer: Peer, msg: Peers) -> None:
+        if self.config.gossip:
+            self.gossip.on_records(peer, msg)
