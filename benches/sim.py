@@ -27,7 +27,8 @@ from kademlia import STRATEGIES as REGISTRY
 from swarm.sim.command import DEFAULT_NODES, DEFAULT_RUNS
 from swarm.sim.grid import GridKey, SimParams, make_grid
 from swarm.sim.simulate import simulate
-from swarm.sim.spark import run_grid, start_context
+from swarm.sim.spark import run_grid
+from swarm.sim.sparkstart import start_context
 
 STRATEGIES = ["first", "gap", "temperature", "hottest"]
 assert set(STRATEGIES) == set(REGISTRY)

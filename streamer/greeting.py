@@ -70,9 +70,7 @@ class HandshakeMachine:
         binding: bytes = PLAIN_BINDING,
     ) -> None:
         if len(binding) != CHANNEL_BINDING_SIZE:
-            raise LocalProtocolError(
-                f"a channel binding is {CHANNEL_BINDING_SIZE} bytes, not {len(binding)}"
-            )
+            raise LocalProtocolError(f"a channel binding is {CHANNEL_BINDING_SIZE} bytes, not {len(binding)}")
         self.nonce = nonce
         self.binding = binding
         self.network_id = network_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from contextlib import suppress
+from typing import NoReturn
 
 import trio
 
@@ -74,31 +75,8 @@ async def handshake(
                 nonce, make_local, network_id=network_id, version=version, binding=binding
             )
             await _exchange(stream, machine, decoder)
-    except ChannelError as exc:
-        await close_quietly(stream)
-        raise HandshakeFailed(str(exc), GoodbyeCode.BAD_HANDSHAKE, "local") from exc
-    except HandshakeError as exc:
-        await _refuse(stream, exc.code, str(exc))
-        raise HandshakeFailed(str(exc), int(exc.code), by="local") from exc
-    except RemoteProtocolError as exc:
-        await _refuse(stream, exc.code, f"bad handshake: {exc}")
-        raise HandshakeFailed(f"bad handshake: {exc}", exc.code, by="local") from exc
-    except trio.TooSlowError:
-        reason = f"no handshake within {timeout:g}s"
-        await _refuse(stream, GoodbyeCode.BAD_HANDSHAKE, reason)
-        raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local") from None
-    except HandshakeRefused as exc:
-        await close_quietly(stream)
-        raise HandshakeFailed(str(exc), exc.code, "remote") from exc
-    except EOFError:
-        await close_quietly(stream)
-        raise HandshakeFailed(
-            "peer closed the connection during the handshake", GoodbyeCode.NORMAL, "remote"
-        ) from None
-    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        await close_quietly(stream)
-        reason = f"connection lost during handshake: {exc}"
-        raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from exc
+    except _FAILURES as exc:
+        await _fail(stream, exc, timeout)
     assert machine.local is not None and machine.remote is not None
     return PeerConnection(
         stream,
@@ -108,6 +86,44 @@ async def handshake(
         decoder=decoder,
         outbox_capacity=outbox_capacity,
     )
+
+
+_FAILURES = (
+    ChannelError,
+    HandshakeError,
+    RemoteProtocolError,
+    trio.TooSlowError,
+    HandshakeRefused,
+    EOFError,
+    trio.BrokenResourceError,
+    trio.ClosedResourceError,
+)
+
+
+async def _fail(stream: trio.abc.Stream, exc: BaseException, timeout: float) -> NoReturn:
+    """Close the stream (after a Goodbye saying why, if we refused) and raise the
+    `HandshakeFailed` that says what went wrong on which side."""
+    if isinstance(exc, ChannelError):
+        await close_quietly(stream)
+        raise HandshakeFailed(str(exc), GoodbyeCode.BAD_HANDSHAKE, "local") from exc
+    if isinstance(exc, HandshakeError):
+        await _refuse(stream, exc.code, str(exc))
+        raise HandshakeFailed(str(exc), int(exc.code), by="local") from exc
+    if isinstance(exc, RemoteProtocolError):
+        await _refuse(stream, exc.code, f"bad handshake: {exc}")
+        raise HandshakeFailed(f"bad handshake: {exc}", exc.code, by="local") from exc
+    if isinstance(exc, trio.TooSlowError):
+        reason = f"no handshake within {timeout:g}s"
+        await _refuse(stream, GoodbyeCode.BAD_HANDSHAKE, reason)
+        raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "local") from None
+    await close_quietly(stream)
+    if isinstance(exc, HandshakeRefused):
+        raise HandshakeFailed(str(exc), exc.code, "remote") from exc
+    if isinstance(exc, EOFError):
+        reason = "peer closed the connection during the handshake"
+        raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from None
+    reason = f"connection lost during handshake: {exc}"
+    raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from exc
 
 
 async def _exchange(stream: trio.abc.Stream, machine: HandshakeMachine, decoder: FrameDecoder) -> None:
@@ -158,5 +174,3 @@ async def _refuse(stream: trio.abc.Stream, code: int, reason: str) -> None:
     with trio.move_on_after(GOODBYE_TIMEOUT), suppress(trio.BrokenResourceError, trio.ClosedResourceError):
         await stream.send_all(encode(Goodbye(code=code, reason=clip_reason(reason))))
     await close_quietly(stream)
-
-

@@ -118,4 +118,3 @@ async def test_over_saturated_bins_are_pruned_once_each() -> None:
     assert all(reason == "bin over-saturated" for _, reason in net.disconnected)
     assert len(table.connected(0)) == 3
     assert manager.statistics().pruned == 5
-

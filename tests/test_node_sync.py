@@ -130,7 +130,6 @@ async def test_a_chunk_damaged_after_it_was_synced_is_fetched_again_from_a_peer(
             nursery.cancel_scope.cancel()
 
 
-
 async def test_a_node_that_stops_says_goodbye_to_its_peers(tmp_path: Path) -> None:
     """Cancelling a node (SIGINT/SIGTERM in `swarm node`) first sends every peer a Goodbye
     (SHUTDOWN), so they know it left on purpose, then stops its services and closes its store."""

@@ -116,9 +116,10 @@ def test_a_flipped_payload_byte_is_never_served_to_a_user(tmp_path: Path) -> Non
         assert statuses(b, [chunks[5]]) == [404], "dropped from the store"
         assert statuses(b, chunks[6:]) == [200] * len(chunks[6:])
         assert b.stop() == 0
-    assert f"{chunks[5].address.hex()} but its data does not match its checksum" in (
-        tmp_path / "b" / "node.log"
-    ).read_text()
+    assert (
+        f"{chunks[5].address.hex()} but its data does not match its checksum"
+        in (tmp_path / "b" / "node.log").read_text()
+    )
 
     with NodeProcess(tmp_path / "a") as a, NodeProcess(tmp_path / "b", peers=[a.p2p]) as b2:
         poll(lambda: synced_with(b2, a.overlay, len(chunks)), timeout=SYNC_TIMEOUT)

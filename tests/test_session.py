@@ -202,10 +202,20 @@ VIOLATIONS: list[tuple[str, Setup, object, int, str]] = [
     ("delivery not wanted", _wanted_0, ChunkDelivery(3, False, 1, 1, DATA), UNSOLICITED, "not wanted"),
     ("delivery twice", _delivered_0, ChunkDelivery(3, False, 1, 0, DATA), UNSOLICITED, "no such"),
     ("delivery to another stream", _wanted_0, ChunkDelivery(3, True, 1, 0, DATA), UNSOLICITED, "no such"),
-    ("hash outside the bin", _subscribed, OfferedHashes(3, False, 1, 2, (h(1), h(2, bin=4))), PROTOCOL,
-     "in bin 4 of the upstream"),
-    ("hash in the deepest bin", _subscribed, OfferedHashes(3, False, 1, 1, (UPSTREAM,)), PROTOCOL,
-     "in bin 31 of the upstream"),
+    (
+        "hash outside the bin",
+        _subscribed,
+        OfferedHashes(3, False, 1, 2, (h(1), h(2, bin=4))),
+        PROTOCOL,
+        "in bin 4 of the upstream",
+    ),
+    (
+        "hash in the deepest bin",
+        _subscribed,
+        OfferedHashes(3, False, 1, 1, (UPSTREAM,)),
+        PROTOCOL,
+        "in bin 31 of the upstream",
+    ),
 ]
 
 

@@ -11,7 +11,7 @@ import pytest
 from swarm.cli_common import CliError
 from swarm.sim import add_sim_parser
 from swarm.sim.command import Progress
-from swarm.sim.spark import SparkUnavailable, find_java
+from swarm.sim.sparkstart import SparkUnavailable, find_java
 
 
 def parser() -> argparse.ArgumentParser:

@@ -85,7 +85,7 @@ def _read(spark: Any, out: Path) -> Tables:
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
     from swarm.sim.run import run_simulation
-    from swarm.sim.spark import start_session
+    from swarm.sim.sparkstart import start_session
 
     base = tmp_path_factory.mktemp("sim")
     # 1. the command, as a user runs it: it starts and stops its own session

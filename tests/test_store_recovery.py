@@ -119,9 +119,9 @@ def test_a_torn_chunk_file_drops_the_chunks_it_lost(
         check_recovered(path, placed, survivors)
     messages = warnings_of(caplog)
     lost = len(placed) - whole
-    assert any(
-        str(path) in m and f"{CHUNK_FILE_NAME} lost its last {lost} slot(s)" in m for m in messages
-    ), messages
+    assert any(str(path) in m and f"{CHUNK_FILE_NAME} lost its last {lost} slot(s)" in m for m in messages), (
+        messages
+    )
     assert any(f"dropped {lost} chunk(s)" in m for m in messages), messages
 
 
@@ -186,9 +186,7 @@ def test_property_torn_tails_keep_exactly_the_surviving_chunks(
     for bin, n in pull_cuts:
         if (path / pull_file_name(bin)).exists():
             whole_entries[bin] = cut(path / pull_file_name(bin), n) // ENTRY_SIZE
-    survivors = [
-        p for p in placed if p.slot < whole_slots and p.bin_id <= whole_entries.get(p.bin, p.bin_id)
-    ]
+    survivors = [p for p in placed if p.slot < whole_slots and p.bin_id <= whole_entries.get(p.bin, p.bin_id)]
     if len(survivors) == len(placed):
         with LocalStore(path, OVERLAY) as store:  # nothing cut, or only uncommitted bytes
             assert len(store) == len(placed) and store.statistics().dropped == 0

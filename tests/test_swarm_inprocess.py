@@ -20,10 +20,7 @@ def settled(nodes: list[Node]) -> bool:
     """Everyone knows everyone else and the connection managers have nothing left to dial."""
     from kademlia import is_settled
 
-    return all(
-        n.table.known_count() == N - 1 and is_settled(n.table, n.manager.callable)
-        for n in nodes
-    )
+    return all(n.table.known_count() == N - 1 and is_settled(n.table, n.manager.callable) for n in nodes)
 
 
 def in_neighbourhood(node: Node, address: bytes) -> bool:

@@ -192,7 +192,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     from .report import FAILED_NOTE, markdown_table
     from .run import run_simulation
-    from .spark import SparkUnavailable
+    from .sparkstart import SparkUnavailable
 
     try:
         params = SimParams(

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from .grid import SimParams, make_grid
 from .plots import write_plots
 from .report import FAILED_NOTE, SummaryRow, markdown_table, summarise, write_csv
-from .spark import NODES_TABLE, RUNS_TABLE, run_grid, start_session, write_tables
+from .spark import NODES_TABLE, RUNS_TABLE, run_grid, write_tables
+from .sparkstart import start_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,6 +84,33 @@ def _write_summary(summary: list[SummaryRow], out: Path) -> str:
     return markdown
 
 
+def _write_run_json(
+    out: Path,
+    parameters: dict[str, Any],
+    grid_keys: int,
+    spark_info: dict[str, Any],
+    timing: dict[str, Any],
+    files: list[Path],
+) -> Path:
+    """Write run.json (what was run, how it was seeded, on what, how long, what it wrote)."""
+    run_json: dict[str, Any] = {
+        "command": "swarm sim",
+        "argv": sys.argv,
+        "parameters": parameters,
+        "grid_keys": grid_keys,
+        "seeding": SEEDING,
+        "spark": spark_info,
+        "versions": _versions(),
+        "started": timing["started"],
+        "seconds": round(timing["seconds"], 3),
+        "grid_seconds": round(timing["grid_seconds"], 3),
+        "files": [p.name for p in files],
+    }
+    path = out / "run.json"
+    path.write_text(json.dumps(run_json, indent=2) + "\n")
+    return path
+
+
 def run_simulation(
     *,
     sizes: Sequence[int],
@@ -98,7 +126,7 @@ def run_simulation(
     """Run the grid and write every output file into ``out`` (created if missing).
 
     With ``spark`` given that session is used (and left running); otherwise a session on ``master`` is
-    started (see :func:`swarm.sim.spark.start_session`) and stopped at the end.
+    started (see :func:`swarm.sim.sparkstart.start_session`) and stopped at the end.
     """
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -126,25 +154,12 @@ def run_simulation(
     plots = write_plots(summary, out, strategies)
     seconds = time.perf_counter() - t0
     files = [out / RUNS_TABLE, out / NODES_TABLE, out / "summary.csv", out / "summary.md", *plots]
-    run_json: dict[str, Any] = {
-        "command": "swarm sim",
-        "argv": sys.argv,
-        "parameters": {
-            "nodes": sorted(set(sizes)),
-            "runs": runs,
-            "strategies": list(strategies),
-            **params.to_dict(),
-            "partitions": partitions,
-        },
-        "grid_keys": len(keys),
-        "seeding": SEEDING,
-        "spark": spark_info,
-        "versions": _versions(),
+    parameters = {"nodes": sorted(set(sizes)), "runs": runs, "strategies": list(strategies)}
+    parameters |= {**params.to_dict(), "partitions": partitions}
+    timing = {
         "started": started_at.isoformat(timespec="seconds"),
-        "seconds": round(seconds, 3),
-        "grid_seconds": round(grid_seconds, 3),
-        "files": [p.name for p in files],
+        "seconds": seconds,
+        "grid_seconds": grid_seconds,
     }
-    (out / "run.json").write_text(json.dumps(run_json, indent=2) + "\n")
-    files.append(out / "run.json")
+    files.append(_write_run_json(out, parameters, len(keys), spark_info, timing, files))
     return SimReport(out, summary, markdown, str(spark_info["master"]), seconds, grid_seconds, files)
