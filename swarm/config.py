@@ -9,7 +9,7 @@ from localstore.cache import DEFAULT_CACHE_BYTES
 from localstore.capacity import DEFAULT_CAPACITY
 from swarm.live.config import LiveConfig
 from swarm.spaces.config import SpaceConfig  # spaces (issue 15)
-from syncer.pullsync import PullerConfig
+from syncer.pull_config import PullerConfig
 
 __all__ = ["CHANNELS", "DEFAULT_STRATEGY", "NodeConfig"]
 

@@ -29,7 +29,8 @@ from streamer.messages import (
     Unsubscribed,
     WantedHashes,
 )
-from syncer.session import DownstreamSession, OfferReceived
+from syncer.session import DownstreamSession
+from syncer.session_events import OfferReceived
 
 __all__ = [
     "EXPECTED",

@@ -18,7 +18,7 @@ import trio
 from localstore import CHUNK_SIZE, Chunk
 from swarm.config import NodeConfig
 from swarm.node import Node
-from syncer.pullsync import PullerConfig
+from syncer.pull_config import PullerConfig
 
 
 def random_chunks(count: int, *, seed: int = 0, size: int = CHUNK_SIZE) -> list[Chunk]:

@@ -30,8 +30,8 @@ import trio
 from kademlia import sync_bins
 from syncer.interval_store import IntervalStore
 from syncer.intervals import Intervals
-from syncer.pullsync import PullerConfig
-from syncer.session import CursorsReceived
+from syncer.pull_config import PullerConfig
+from syncer.session_events import CursorsReceived
 from syncer.stats import PeerStats, StatsSnapshot
 
 __all__ = ["BinStatus", "PeerSyncStatus", "Puller", "PullerStatistics", "SyncClient", "SyncRule"]

@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import trio
@@ -54,10 +53,11 @@ from syncer.batches import CompletedBatch
 from syncer.deliveries import DeliveryIntake
 from syncer.intake import ChunkIntake
 from syncer.provable import StateAccepted, StateSuperseded
-from syncer.session import (
+from syncer.pull_config import PullerConfig
+from syncer.session import DownstreamSession
+from syncer.session_events import (
     ChunkArrived,
     CursorsReceived,
-    DownstreamSession,
     OfferReceived,
     StreamKey,
     UnsubscribeAcked,
@@ -67,7 +67,7 @@ from syncer.stats import PeerStats
 from syncer.takeover import Takeover, Verifying
 from syncer.transfers import Transfers
 
-__all__ = ["Completed", "Fetch", "PullSyncClient", "PullerConfig", "SyncConnection", "Verifying"]
+__all__ = ["Completed", "Fetch", "PullSyncClient", "SyncConnection", "Verifying"]
 
 log = logging.getLogger(__name__)
 
@@ -75,22 +75,6 @@ log = logging.getLogger(__name__)
 Fetch = Callable[[bytes], Awaitable[bytes]]
 #: Reports a completed batch: (bin, start, end) of the upstream's pull index is synced.
 Completed = Callable[[int, int, int], None]
-
-
-@dataclass(frozen=True)
-class PullerConfig:
-    """How the pulling side paces itself and when it gives up on a peer."""
-
-    # Batches per stream waiting for their chunks. 4 syncs faster (benches/sync, alternated runs:
-    # ratio 0.83 vs 0.74 on average, mostly in the one-stream tail) but would double what a crash
-    # makes the node fetch twice: up to max_incomplete * 128 chunks per stream.
-    max_incomplete: int = 2
-    batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
-    cursor_timeout: float = 30.0
-    cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag
-    # verifying: receipts of a bin at most this often; the latest of a taken-over run covers
-    # what the ones it replaces did (fewer signatures here and checks at the upstream)
-    receipt_interval: float = 1.0
 
 
 StateEvent = StateAccepted | StateSuperseded

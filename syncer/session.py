@@ -42,7 +42,7 @@ from streamer.messages import (
     WantedHashes,
 )
 from syncer.intervals import MAX_ID
-from syncer.provable import ProvenLogs, StateAccepted, StateSuperseded
+from syncer.provable import ProvenLogs
 from syncer.session_events import (
     ChunkArrived,
     CursorsReceived,
@@ -52,27 +52,12 @@ from syncer.session_events import (
     SessionEvent,
     StreamKey,
     UnsubscribeAcked,
+    stream_name,
 )
 
-__all__ = [
-    "ChunkArrived",
-    "CursorsReceived",
-    "DownstreamSession",
-    "OfferCrossed",
-    "OfferReceived",
-    "SessionEvent",
-    "StateAccepted",
-    "StateSuperseded",
-    "StreamKey",
-    "UnsubscribeAcked",
-    "stream_name",
-]
+__all__ = ["DownstreamSession"]
 
 BINS = MAX_PO + 1
-
-
-def stream_name(bin: int, live: bool) -> str:
-    return f"bin {bin} {'live' if live else 'historical'}"
 
 
 class _Phase(Enum):

@@ -16,9 +16,17 @@ __all__ = [
     "SessionEvent",
     "StreamKey",
     "UnsubscribeAcked",
+    "stream_name",
 ]
 
 StreamKey = tuple[int, bool]
+
+
+def stream_name(bin: int, live: bool) -> str:
+    """How logs and errors name the stream ``(bin, live)``."""
+    return f"bin {bin} {'live' if live else 'historical'}"
+
+
 """A stream: (bin of the upstream's pull index, live)."""
 
 

@@ -28,7 +28,8 @@ from syncer.intervals import Intervals
 from syncer.proof_store import ProofStore
 from syncer.provable import ProvenLogs
 from syncer.receipts import take_over
-from syncer.session import DownstreamSession, OfferReceived
+from syncer.session import DownstreamSession
+from syncer.session_events import OfferReceived
 
 __all__ = ["Takeover", "Verifying"]
 

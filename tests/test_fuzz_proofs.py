@@ -19,7 +19,8 @@ from streamer.errors import RemoteProtocolError
 from streamer.messages import CursorsReply, CursorsRequest, ProvenOffer, StateReply, Subscribe, WantedHashes
 from syncer.provable import ProvenLogs
 from syncer.proving import proven_offer, state_reply
-from syncer.session import DownstreamSession, OfferReceived
+from syncer.session import DownstreamSession
+from syncer.session_events import OfferReceived
 from tests.test_session_proofs import BIN, EPOCH, OVERLAY, SIGNER, UP, addr, make_log, signed
 
 LOG = make_log(60)

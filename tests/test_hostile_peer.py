@@ -66,7 +66,7 @@ from swarm.config import NodeConfig
 from swarm.node import Node
 from swarm.testing import NodeProcess, poll, preload, random_chunks, start_node, wait_for
 from syncer.proving import proven_offer, state_reply
-from syncer.pullsync import PullerConfig
+from syncer.pull_config import PullerConfig
 from tests.memory_log import MemoryLog
 
 HISTORY = random_chunks(300, seed=101)

@@ -23,7 +23,7 @@ from pot import proximity
 from streamer.messages import MAX_BATCH_SIZE as MAX_BATCH
 from swarm.testing import NodeProcess, poll, preload, random_chunks
 from syncer.interval_store import IntervalStore
-from syncer.pullsync import PullerConfig
+from syncer.pull_config import PullerConfig
 
 pytestmark = pytest.mark.process
 

@@ -14,9 +14,9 @@ import trio
 
 from kademlia import sync_bins
 from syncer.interval_store import IntervalStore
+from syncer.pull_config import PullerConfig
 from syncer.puller import Puller
-from syncer.pullsync import PullerConfig
-from syncer.session import CursorsReceived
+from syncer.session_events import CursorsReceived
 from tests.test_intervals import DictState
 
 EPOCH = 1_700_000_000

@@ -32,7 +32,8 @@ from streamer.outbox import Priority
 from streamer.requests import RetrieveFailed
 from swarm.testing import random_chunks
 from syncer.intake import ChunkIntake
-from syncer.pullsync import PullerConfig, PullSyncClient
+from syncer.pull_config import PullerConfig
+from syncer.pullsync import PullSyncClient
 from syncer.stats import PeerStats
 from syncer.transfers import Transfers
 

@@ -21,14 +21,8 @@ from streamer.messages import (
     WantedHashes,
 )
 from syncer.intervals import MAX_ID
-from syncer.session import (
-    ChunkArrived,
-    CursorsReceived,
-    DownstreamSession,
-    OfferCrossed,
-    OfferReceived,
-    UnsubscribeAcked,
-)
+from syncer.session import DownstreamSession
+from syncer.session_events import ChunkArrived, CursorsReceived, OfferCrossed, OfferReceived, UnsubscribeAcked
 
 EPOCH = 1_700_000_000
 DATA = b"\x03" + bytes(7) + b"abc"

@@ -32,7 +32,8 @@ from streamer.messages import (
 from streamer.states import StateSigner
 from syncer.provable import ProvenLogs, StateAccepted
 from syncer.proving import proven_offer, state_reply
-from syncer.session import DownstreamSession, OfferReceived
+from syncer.session import DownstreamSession
+from syncer.session_events import OfferReceived
 from tests.memory_log import MemoryLog
 
 EPOCH = 1_700_000_000

@@ -24,7 +24,7 @@ from syncer.batches import CompletedBatch
 from syncer.proof_store import ProofStore
 from syncer.proving import proven_offer
 from syncer.receipts import check_receipt
-from syncer.session import OfferReceived
+from syncer.session_events import OfferReceived
 from syncer.takeover import Takeover, Verifying
 from tests.test_receipts import DOWN, DOWN_SIGNER, DictState
 from tests.test_session_proofs import BIN, EPOCH, OVERLAY, anchor, entries, make_log, session
