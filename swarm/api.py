@@ -34,6 +34,7 @@ from swarm.dashboard import dashboard_routes, with_local_cors
 from swarm.downloads import TreeResponse, file_response, range_headers
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
 from swarm.files import Upload
+from swarm.http_input import HttpError, error_response, parse_address, read_body
 from swarm.live.service import LiveService
 from swarm.live_api import live_routes
 from swarm.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -94,42 +95,13 @@ class Node(Protocol):
 log = logging.getLogger(__name__)
 
 
-class BadRequest(Exception):
-    """The request is malformed; becomes a 400 with this message."""
-
-
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"code": status, "message": message}, status_code=status)
-
-
-def parse_address(text: str) -> bytes:
-    """A 32-byte address from 64 hex characters (0x prefix allowed)."""
-    text = text.removeprefix("0x")
-    if len(text) != 64:
-        raise BadRequest(f"address must be 64 hex characters, got {len(text)}")
-    try:
-        return bytes.fromhex(text)
-    except ValueError:
-        raise BadRequest(f"address is not hexadecimal: {text!r}") from None
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refusing (400) anything longer than `limit` without buffering it all."""
-    body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise BadRequest(f"body longer than {limit} bytes")
-    return bytes(body)
-
-
 def build_app(node: Node) -> ASGIApp:
     """The ASGI app of one node."""
     routes = [
         *chunk_routes(node),
         *file_routes(node),
         *report_routes(node),
-        *reserve_routes(node, parse_address),  # uploads' tags and pins (issue 17)
+        *reserve_routes(node),  # uploads' tags and pins (issue 17)
         *proof_routes(node.proofs),  # provable streams (issue 16): GET /proofs/{address}
         *dashboard_routes(),
         *live_routes(node.live, node.overlay),  # live propagation (swarm/live_api.py)
@@ -142,7 +114,7 @@ def build_app(node: Node) -> ASGIApp:
     app = Starlette(
         routes=routes,
         exception_handlers={
-            BadRequest: _bad_request,
+            HttpError: _http_error,
             InvalidChunk: _invalid_chunk,
             RangeNotSatisfiable: _not_satisfiable,
         },
@@ -156,8 +128,8 @@ def chunk_routes(node: Node) -> list[Route]:
     async def post_chunk(request: Request) -> Response:
         data = await read_body(request, MAX_DATA_SIZE)
         if len(data) < SPAN_SIZE:
-            raise BadRequest(
-                f"chunk must be an 8-byte little-endian span then the payload; got {len(data)} bytes"
+            raise HttpError(
+                400, f"chunk must be an 8-byte little-endian span then the payload; got {len(data)} bytes"
             )
         if len(data) <= MAX_CAC_DATA_SIZE:  # a content chunk, as in Bee (a SOC this short: POST /soc)
             span = int.from_bytes(data[:SPAN_SIZE], "little")
@@ -176,7 +148,7 @@ def chunk_routes(node: Node) -> list[Route]:
         try:
             chunk = await node.retrieval.get(address)
         except ChunkUnavailable as exc:
-            return error(504 if exc.timed_out else 404, str(exc))
+            return error_response(504 if exc.timed_out else 404, str(exc))
         byte_range = parse_range(request.headers.get("range"), len(chunk.data))
         headers = range_headers(address, byte_range)
         if byte_range is None:
@@ -221,9 +193,9 @@ def file_routes(node: Node) -> list[Route]:
                 range=request.headers.get("range"),
             )
         except ChunkUnavailable as exc:
-            return error(504 if exc.timed_out else 404, str(exc))
+            return error_response(504 if exc.timed_out else 404, str(exc))
         except (InvalidChunk, CorruptTree) as exc:
-            return error(502, f"file {reference.hex()} is corrupt: {exc}")
+            return error_response(502, f"file {reference.hex()} is corrupt: {exc}")
 
     return [
         Route("/bytes", post_bytes, methods=["POST"]),
@@ -263,17 +235,18 @@ def report_routes(node: Node) -> list[Route]:
     ]
 
 
-async def _bad_request(request: Request, exc: Exception) -> Response:
-    return error(400, str(exc))
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HttpError)
+    return error_response(exc.status, exc.message)
 
 
 async def _invalid_chunk(request: Request, exc: Exception) -> Response:
-    return error(400, f"invalid chunk: {exc}")
+    return error_response(400, f"invalid chunk: {exc}")
 
 
 async def _not_satisfiable(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RangeNotSatisfiable)
-    response = error(416, str(exc))
+    response = error_response(416, str(exc))
     response.headers["content-range"] = exc.content_range
     return response
 

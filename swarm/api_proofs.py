@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from swarm.http_input import error_response, handled, parse_address
 from swarm.proof_document import InclusionProof, proof_json
 from swarm.proofs import NotInLog
 
@@ -21,17 +22,11 @@ class ProofSource(Protocol):
 
 def proof_routes(proofs: ProofSource) -> list[Route]:
     async def proof(request: Request) -> Response:
-        text = request.path_params["address"]
-        try:
-            address = bytes.fromhex(text)
-        except ValueError:
-            address = b""
-        if len(address) != 32:
-            return JSONResponse({"code": 400, "message": f"not a chunk address: {text!r}"}, status_code=400)
+        address = parse_address(request.path_params["address"])
         try:
             found = await proofs.prove(address)
         except NotInLog as exc:
-            return JSONResponse({"code": 404, "message": str(exc)}, status_code=404)
+            return error_response(404, str(exc))
         return JSONResponse(proof_json(found))
 
-    return [Route("/proofs/{address}", proof, methods=["GET"])]
+    return [Route("/proofs/{address}", handled(proof), methods=["GET"])]

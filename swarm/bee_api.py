@@ -42,27 +42,15 @@ from swarm.chunker import CorruptTree
 from swarm.downloads import TreeResponse, file_response
 from swarm.feed_lookup import DEFAULT_MAX_PROBES
 from swarm.feeds import find_at, find_latest, get_update, resolve_root
+from swarm.http_input import HttpError, error_response, parse_hex, parse_uint, read_body
 from swarm.retrieval import ChunkUnavailable
 
-__all__ = ["BEE_API_VERSION", "BEE_VERSION", "BeeHttpError", "bee_routes"]
+__all__ = ["BEE_API_VERSION", "BEE_VERSION", "bee_routes"]
 
 FEED_PROBE_TIMEOUT = 5.0
 """Seconds a feed lookup waits for one probe before counting the update as missing."""
 
 _FEED_HEADERS = "swarm-feed-index, swarm-feed-index-next, swarm-soc-signature, swarm-feed-resolved-version"
-
-
-class BeeHttpError(Exception):
-    """Ends a request with Bee's error body ``{"code", "message"}``."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"code": status, "message": message}, status_code=status)
 
 
 _Answer = Response | TreeResponse
@@ -72,32 +60,16 @@ def _handled(handler: Callable[[Request], Awaitable[_Answer]]) -> Callable[[Requ
     async def run(request: Request) -> _Answer:
         try:
             return await handler(request)
-        except BeeHttpError as exc:
-            return _error(exc.status, exc.message)
+        except HttpError as exc:
+            return error_response(exc.status, exc.message)
         except ChunkUnavailable as exc:
-            return _error(504 if exc.timed_out else 404, str(exc))
+            return error_response(504 if exc.timed_out else 404, str(exc))
 
     return run
 
 
-def _hex(text: str, size: int, what: str) -> bytes:
-    raw = text.removeprefix("0x").removeprefix("0X")
-    try:
-        value = bytes.fromhex(raw)
-    except ValueError:
-        raise BeeHttpError(400, f"{what} is not hexadecimal: {text!r}") from None
-    if len(value) != size:
-        raise BeeHttpError(400, f"{what} must be {size} bytes ({2 * size} hex characters), got {len(value)}")
-    return value
-
-
 def _uint(request: Request, name: str) -> int | None:
-    text = request.query_params.get(name)
-    if text is None or text == "":
-        return None
-    if not (text.isascii() and text.isdigit()) or int(text) > MAX_INDEX:
-        raise BeeHttpError(400, f"query parameter {name} must be an integer in 0..2**64-1, got {text!r}")
-    return int(text)
+    return parse_uint(request.query_params.get(name), f"query parameter {name}", MAX_INDEX)
 
 
 def _flag(request: Request, name: str) -> bool:
@@ -106,15 +78,6 @@ def _flag(request: Request, name: str) -> bool:
     if value is None:
         value = next((v for k, v in request.query_params.items() if k.lower() == name), "")
     return value.strip().lower() in ("true", "1")
-
-
-async def _body(request: Request, limit: int) -> bytes:
-    body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise BeeHttpError(413, f"payload too large: over {limit} bytes")
-    return bytes(body)
 
 
 def _created(address: bytes) -> JSONResponse:
@@ -193,16 +156,16 @@ class _ChunkRoutes:
             # data chunk of a large content can cut a body short (and then visibly so)
             response = await file_response(root.address, fetch)
         except ChunkUnavailable as exc:
-            raise BeeHttpError(404, f"wrapped chunk cannot be retrieved: {exc}") from None
+            raise HttpError(404, f"wrapped chunk cannot be retrieved: {exc}") from None
         except (InvalidChunk, CorruptTree) as exc:
-            raise BeeHttpError(502, f"content {root.address.hex()} is corrupt: {exc}") from None
+            raise HttpError(502, f"content {root.address.hex()} is corrupt: {exc}") from None
         response.headers.update(headers)
         return response
 
     async def post_chunk(self, request: Request) -> Response:
-        data = await _body(request, MAX_DATA_SIZE)
+        data = await read_body(request, MAX_DATA_SIZE, "payload")
         if len(data) < SPAN_SIZE:
-            raise BeeHttpError(
+            raise HttpError(
                 400, f"insufficient data length: {len(data)} bytes, a chunk starts with an 8-byte span"
             )
         if len(data) <= MAX_CAC_DATA_SIZE:
@@ -211,12 +174,12 @@ class _ChunkRoutes:
             try:
                 chunk = Chunk.from_soc(parse_soc(data))
             except InvalidSoc as exc:
-                raise BeeHttpError(400, str(exc)) from None
+                raise HttpError(400, str(exc)) from None
         await self.backend.put_chunks([chunk])
         return _created(chunk.address)
 
     async def get_chunk(self, request: Request) -> Response:
-        address = _hex(request.path_params["address"], 32, "address")
+        address = parse_hex(request.path_params["address"], 32, "address")
         if request.method == "HEAD":
             return Response(status_code=200 if self.backend.has_chunk(address) else 404)
         chunk = await self.backend.get_chunk(address)
@@ -224,19 +187,19 @@ class _ChunkRoutes:
 
     @staticmethod
     def soc_path(request: Request) -> tuple[bytes, bytes]:
-        owner = _hex(request.path_params["owner"], OWNER_SIZE, "owner")
-        return owner, _hex(request.path_params["id"], ID_SIZE, "id")
+        owner = parse_hex(request.path_params["owner"], OWNER_SIZE, "owner")
+        return owner, parse_hex(request.path_params["id"], ID_SIZE, "id")
 
     async def post_soc(self, request: Request) -> Response:
         owner, id = self.soc_path(request)
-        signature = _hex(request.query_params.get("sig", ""), SIGNATURE_SIZE, "sig")
-        data = await _body(request, MAX_CAC_DATA_SIZE)
+        signature = parse_hex(request.query_params.get("sig", ""), SIGNATURE_SIZE, "sig")
+        data = await read_body(request, MAX_CAC_DATA_SIZE, "payload")
         if len(data) < SPAN_SIZE:
-            raise BeeHttpError(400, f"short chunk data: {len(data)} bytes, it starts with an 8-byte span")
+            raise HttpError(400, f"short chunk data: {len(data)} bytes, it starts with an 8-byte span")
         try:
             soc = soc_from_parts(owner, id, signature, data)
         except InvalidSoc as exc:
-            raise BeeHttpError(401, str(exc)) from None
+            raise HttpError(401, str(exc)) from None
         await self.backend.put_chunks([Chunk.from_soc(soc)])
         return _created(soc.address)
 
@@ -246,7 +209,7 @@ class _ChunkRoutes:
         try:
             soc = chunk.soc()
         except InvalidSoc as exc:
-            raise BeeHttpError(404, f"not a single-owner chunk: {exc.problem}") from None
+            raise HttpError(404, f"not a single-owner chunk: {exc.problem}") from None
         headers = {
             "Swarm-Soc-Signature": soc.signature.hex(),
             "Access-Control-Expose-Headers": "swarm-soc-signature",
@@ -259,7 +222,7 @@ class _ChunkRoutes:
         if index is not None:
             update = await get_update(self.get_data, owner, topic, index)
             if update is None:
-                raise BeeHttpError(404, f"feed update {index} not found")
+                raise HttpError(404, f"feed update {index} not found")
             return update
         start = after or 0
         update = await find_latest(
@@ -273,16 +236,16 @@ class _ChunkRoutes:
         if update is not None and at is not None:
             update = await find_at(self.get_data, owner, topic, at, start=start, end=update.index)
         if update is None:
-            raise BeeHttpError(404, "no update found")
+            raise HttpError(404, "no update found")
         return update
 
     async def get_feed(self, request: Request) -> _Answer:
-        owner = _hex(request.path_params["owner"], OWNER_SIZE, "owner")
-        topic = _hex(request.path_params["topic"], TOPIC_SIZE, "topic")
+        owner = parse_hex(request.path_params["owner"], OWNER_SIZE, "owner")
+        topic = parse_hex(request.path_params["topic"], TOPIC_SIZE, "topic")
         try:
             update = await self.find_update(request, owner, topic)
         except InvalidChunk as exc:  # a forged update came back: as good as none
-            raise BeeHttpError(404, f"lookup at failed: {exc}") from None
+            raise HttpError(404, f"lookup at failed: {exc}") from None
         root, version = await resolve_root(update, self.get_or_none)
         headers = {
             "Swarm-Feed-Index": _index_hex(update.index),

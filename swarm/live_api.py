@@ -25,16 +25,17 @@ A topic in a path is 64 hex characters, or any other text, which is hashed as be
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 import trio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from localstore.feeds import MAX_INDEX, topic_from_text, update_address
+from localstore.feeds import topic_from_text, update_address
 from streamer.messages import MAX_CHUNK_DATA_SIZE, MAX_TOPIC_PAYLOAD
 from swarm.feeds import find_latest
+from swarm.http_input import HttpError, handled, parse_hex, parse_uint, read_body
 from swarm.live.events import LiveEvent, event_json
 from swarm.live.feed_order import MODES
 from swarm.live.messages import InvalidLiveMessage
@@ -49,46 +50,9 @@ KEEPALIVE = 15.0
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-class _BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"code": status, "message": message}, status_code=status)
-
-
-def _hex(text: str, size: int, what: str) -> bytes:
-    try:
-        value = bytes.fromhex(text.removeprefix("0x"))
-    except ValueError:
-        raise _BadRequest(400, f"{what} is not hexadecimal: {text!r}") from None
-    if len(value) != size:
-        raise _BadRequest(400, f"{what} must be {size} bytes ({2 * size} hex characters), got {len(value)}")
-    return value
-
-
-def _index(text: str | None, what: str) -> int | None:
-    if text is None or text == "":
-        return None
-    if not (text.isascii() and text.isdigit()) or int(text) > MAX_INDEX:
-        raise _BadRequest(400, f"{what} must be an integer in 0..2**64-1, got {text!r}")
-    return int(text)
-
-
 def _feed(request: Request) -> tuple[bytes, bytes]:
-    owner = _hex(request.path_params["owner"], 20, "owner")
+    owner = parse_hex(request.path_params["owner"], 20, "owner")
     return owner, topic_from_text(request.path_params["topic"])
-
-
-async def _body(request: Request, limit: int) -> bytes:
-    body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise _BadRequest(413, f"body too large: over {limit} bytes")
-    return bytes(body)
 
 
 def _sse(event: LiveEvent) -> str:
@@ -113,26 +77,16 @@ async def _stream(events: AsyncIterator[LiveEvent]) -> AsyncIterator[str]:
         yield ": keep-alive\n\n" if event is None else _sse(event)
 
 
-def _handled(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    async def run(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except _BadRequest as exc:
-            return _error(exc.status, str(exc))
-
-    return run
-
-
 def live_routes(live: LiveService, overlay: bytes) -> list[Route]:
     """The live routes over a node's live service."""
     api = _LiveRoutes(live, overlay)
     return [
-        Route("/live/feeds/{owner}/{topic}", _handled(api.follow), methods=["GET"]),
-        Route("/live/feeds/{owner}/{topic}/next", _handled(api.next_index), methods=["GET"]),
-        Route("/live/feeds/{owner}/{topic}/{index}", _handled(api.publish_update), methods=["POST"]),
-        Route("/live/topics/{topic}", _handled(api.subscribe), methods=["GET"]),
-        Route("/live/topics/{topic}", _handled(api.publish_message), methods=["POST"]),
-        Route("/loss", _handled(api.loss), methods=["GET"]),
+        Route("/live/feeds/{owner}/{topic}", handled(api.follow), methods=["GET"]),
+        Route("/live/feeds/{owner}/{topic}/next", handled(api.next_index), methods=["GET"]),
+        Route("/live/feeds/{owner}/{topic}/{index}", handled(api.publish_update), methods=["POST"]),
+        Route("/live/topics/{topic}", handled(api.subscribe), methods=["GET"]),
+        Route("/live/topics/{topic}", handled(api.publish_message), methods=["POST"]),
+        Route("/loss", handled(api.loss), methods=["GET"]),
     ]
 
 
@@ -145,13 +99,13 @@ class _LiveRoutes:
 
     async def follow(self, request: Request) -> Response:
         owner, topic = _feed(request)
-        start = _index(request.query_params.get("from"), "from")
-        last = _index(request.headers.get("last-event-id"), "Last-Event-ID")
+        start = parse_uint(request.query_params.get("from"), "from")
+        last = parse_uint(request.headers.get("last-event-id"), "Last-Event-ID")
         if last is not None:
             start = last + 1  # EventSource reconnecting: resume after the last update it got
         mode = request.query_params.get("mode", "light")
         if mode not in MODES:
-            raise _BadRequest(400, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+            raise HttpError(400, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
 
         async def body() -> AsyncIterator[str]:
             async with self.live.follow(owner, topic, start=start, mode=mode) as follower:
@@ -172,15 +126,15 @@ class _LiveRoutes:
 
     async def publish_update(self, request: Request) -> Response:
         owner, topic = _feed(request)
-        index = _index(request.path_params["index"], "index")
+        index = parse_uint(request.path_params["index"], "index")
         assert index is not None
-        data = await _body(request, MAX_CHUNK_DATA_SIZE)
+        data = await read_body(request, MAX_CHUNK_DATA_SIZE)
         try:
             published = self.live.publish_feed_update(owner, topic, index, data)
         except InvalidLiveMessage as exc:
-            raise _BadRequest(400, str(exc)) from None
+            raise HttpError(400, str(exc)) from None
         except Equivocation as exc:
-            raise _BadRequest(409, str(exc)) from None
+            raise HttpError(409, str(exc)) from None
         doc = {
             "reference": update_address(owner, topic, index).hex(),
             "index": index,
@@ -198,7 +152,7 @@ class _LiveRoutes:
 
     async def publish_message(self, request: Request) -> Response:
         topic = topic_from_text(request.path_params["topic"])
-        payload = await _body(request, MAX_TOPIC_PAYLOAD)
+        payload = await read_body(request, MAX_TOPIC_PAYLOAD)
         published = self.live.publish_topic(topic, payload)
         assert published.seq is not None
         doc = {

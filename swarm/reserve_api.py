@@ -10,13 +10,13 @@ instead of waiting for the receipts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from swarm.http_input import error_response, parse_address
 from swarm.retrieval import ChunkUnavailable
 from swarm.uploads import Uploads
 
@@ -38,11 +38,8 @@ def tag_header(request: Request) -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
-def reserve_routes(node: HasUploads, parse_address: Callable[[str], bytes]) -> list[Route]:
+def reserve_routes(node: HasUploads) -> list[Route]:
     uploads = node.uploads
-
-    def error(status: int, message: str) -> JSONResponse:
-        return JSONResponse({"code": status, "message": message}, status_code=status)
 
     async def post_tag(request: Request) -> Response:
         session = uploads.pusher.new_tag()
@@ -52,23 +49,23 @@ def reserve_routes(node: HasUploads, parse_address: Callable[[str], bytes]) -> l
         raw = request.path_params["uid"]
         tag = uploads.pusher.tag(int(raw)) if raw.isdigit() else None
         if tag is None:
-            return error(404, f"no tag {raw}")
+            return error_response(404, f"no tag {raw}")
         return JSONResponse(uploads.tag_document(tag))
 
     async def pin(request: Request) -> Response:
         reference = parse_address(request.path_params["reference"])
         if request.method == "GET":
             if reference not in uploads.pins.roots():
-                return error(404, f"{reference.hex()} is not pinned")
+                return error_response(404, f"{reference.hex()} is not pinned")
             return JSONResponse({"reference": reference.hex(), "chunks": uploads.pins.roots()[reference]})
         if request.method == "DELETE":
             if not uploads.unpin(reference):
-                return error(404, f"{reference.hex()} is not pinned")
+                return error_response(404, f"{reference.hex()} is not pinned")
             return JSONResponse({"code": 200, "message": "OK"})
         try:
             chunks = await uploads.pin(reference)
         except ChunkUnavailable as exc:
-            return error(504 if exc.timed_out else 404, f"cannot pin {reference.hex()}: {exc}")
+            return error_response(504 if exc.timed_out else 404, f"cannot pin {reference.hex()}: {exc}")
         return JSONResponse({"reference": reference.hex(), "chunks": chunks}, status_code=201)
 
     async def list_pins(request: Request) -> Response:

@@ -131,7 +131,7 @@ def test_forged_single_owner_chunks_are_refused_on_upload(tmp_path: Path) -> Non
         response = httpx.post(f"{node.api}/chunks", content=bad_v, timeout=10)
         assert response.status_code == 400 and "invalid" in response.json()["message"]
         response = httpx.post(f"{node.api}/chunks", content=soc.data + b"!", timeout=10)
-        assert response.status_code == 400 and "longer than" in response.json()["message"]
+        assert response.status_code == 413 and "longer than" in response.json()["message"]
 
         def post_soc(owner: bytes, id: bytes, sig: bytes, body: bytes) -> httpx.Response:
             url = f"{node.api}/soc/{owner.hex()}/{id.hex()}"

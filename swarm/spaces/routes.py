@@ -27,8 +27,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from localstore.feeds import MAX_INDEX
 from localstore.soc import MAX_SOC_DATA_SIZE
+from swarm.http_input import HttpError, handled, parse_hex, parse_uint, read_body
 from swarm.spaces.messages import InvalidSpaceMessage, Kind, decode_message
 from swarm.spaces.reader import MODES, LogRecord
 from swarm.spaces.replica import NotCaughtUp, Replica
@@ -43,33 +43,9 @@ MAX_WAIT = 60.0
 MAX_PAGE = 1000
 
 
-class _Bad(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"code": status, "message": message}, status_code=status)
-
-
-def _hex(text: str, size: int, what: str) -> bytes:
-    try:
-        value = bytes.fromhex(text.removeprefix("0x"))
-    except ValueError:
-        raise _Bad(400, f"{what} is not hexadecimal: {text!r}") from None
-    if len(value) != size:
-        raise _Bad(400, f"{what} must be {2 * size} hex characters, got {2 * len(value)}")
-    return value
-
-
 def _number(request: Request, name: str, default: int, limit: int) -> int:
-    text = request.query_params.get(name)
-    if text is None or text == "":
-        return default
-    if not (text.isascii() and text.isdigit()) or int(text) > limit:
-        raise _Bad(400, f"{name} must be an integer in 0..{limit}, got {text!r}")
-    return int(text)
+    value = parse_uint(request.query_params.get(name), name, limit)
+    return default if value is None else value
 
 
 def record_json(replica: Replica, record: LogRecord, position: int) -> dict[str, Any]:
@@ -176,24 +152,19 @@ def space_routes(service: SpaceService) -> list[Route]:
 def _handled(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
     """The handler, with the errors it raises for the client turned into error responses."""
 
-    async def run(request: Request) -> Response:
+    async def translated(request: Request) -> Response:
         try:
             return await handler(request)
-        except (_Bad, RefusedWrite) as exc:
-            return _error(exc.status, str(exc))
+        except RefusedWrite as exc:
+            raise HttpError(exc.status, str(exc)) from None
         except NotCaughtUp as exc:
-            return _error(503, str(exc))
+            raise HttpError(503, str(exc)) from None
 
-    return run
+    return handled(translated)
 
 
 async def _body(request: Request) -> bytes:
-    data = bytearray()
-    async for piece in request.stream():
-        data += piece
-        if len(data) > MAX_SOC_DATA_SIZE:
-            raise _Bad(413, f"body too large: a single-owner chunk is at most {MAX_SOC_DATA_SIZE} bytes")
-    return bytes(data)
+    return await read_body(request, MAX_SOC_DATA_SIZE, "body (a single-owner chunk)")
 
 
 def summary_json(replica: Replica) -> dict[str, Any]:
@@ -217,7 +188,7 @@ class _SpaceHandlers:
         self.service = service
 
     async def replica_of(self, request: Request, *, settle: bool = True) -> Replica:
-        replica = await self.service.open(_hex(request.path_params["space"], 20, "space"))
+        replica = await self.service.open(parse_hex(request.path_params["space"], 20, "space"))
         if settle:
             await replica.wait_settled(SETTLE_TIMEOUT)
         return replica
@@ -231,7 +202,7 @@ class _SpaceHandlers:
     async def log(self, request: Request) -> Response:
         mode = request.query_params.get("mode", "causal")
         if mode not in MODES:
-            raise _Bad(400, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+            raise HttpError(400, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         start = _number(request, "from", 0, 2**63)
         limit = _number(request, "limit", MAX_PAGE, MAX_PAGE)
         wait = _number(request, "wait", 0, int(MAX_WAIT))
@@ -252,7 +223,7 @@ class _SpaceHandlers:
         return JSONResponse(status_json(await self.replica_of(request), time.time()))
 
     async def writer(self, request: Request) -> Response:
-        owner = _hex(request.path_params["owner"], 20, "owner")
+        owner = parse_hex(request.path_params["owner"], 20, "owner")
         replica = await self.replica_of(request, settle=False)
         view = await replica.writer_view(owner, WRITER_TIMEOUT)
         return JSONResponse(
@@ -265,21 +236,20 @@ class _SpaceHandlers:
         )
 
     async def post_member(self, request: Request) -> Response:
-        space_id = _hex(request.path_params["space"], 20, "space")
+        space_id = parse_hex(request.path_params["space"], 20, "space")
         index = _number_path(request, "index")
         address = await self.service.publish_member_entry(space_id, index, await _body(request))
         return JSONResponse({"reference": address.hex(), "index": index}, status_code=201)
 
     async def post_message(self, request: Request) -> Response:
-        space_id = _hex(request.path_params["space"], 20, "space")
-        owner = _hex(request.path_params["owner"], 20, "owner")
+        space_id = parse_hex(request.path_params["space"], 20, "space")
+        owner = parse_hex(request.path_params["owner"], 20, "owner")
         index = _number_path(request, "index")
         address = await self.service.publish_message(space_id, owner, index, await _body(request))
         return JSONResponse({"reference": address.hex(), "index": index}, status_code=201)
 
 
 def _number_path(request: Request, name: str) -> int:
-    text = request.path_params[name]
-    if not (text.isascii() and text.isdigit()) or int(text) > MAX_INDEX:
-        raise _Bad(400, f"{name} must be an integer in 0..2**64-1, got {text!r}")
-    return int(text)
+    value = parse_uint(request.path_params[name], name)
+    assert value is not None  # a path segment is never empty
+    return value

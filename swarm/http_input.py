@@ -1,0 +1,95 @@
+"""Reading and checking what an HTTP client sent, shared by every route of the node's API.
+
+A request that cannot be served as asked raises `HttpError` with the status and a message that
+names what was wrong; `handled` turns it into the JSON error body every route answers with,
+``{"code": status, "message": ...}`` (Bee's shape, so bee-js reads our errors as its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from string import hexdigits
+from typing import TypeVar
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+__all__ = [
+    "MAX_UINT64",
+    "HttpError",
+    "error_response",
+    "handled",
+    "parse_address",
+    "parse_hex",
+    "parse_uint",
+    "read_body",
+]
+
+MAX_UINT64 = 2**64 - 1
+
+_Answer = TypeVar("_Answer", bound=Response)
+
+
+class HttpError(Exception):
+    """The request cannot be served as asked: answered with ``status`` and this message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def error_response(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"code": status, "message": message}, status_code=status)
+
+
+def handled(
+    handler: Callable[[Request], Awaitable[_Answer]],
+) -> Callable[[Request], Awaitable[_Answer | JSONResponse]]:
+    """``handler``, with the `HttpError` it raises answered as an error response."""
+
+    async def run(request: Request) -> _Answer | JSONResponse:
+        try:
+            return await handler(request)
+        except HttpError as exc:
+            return error_response(exc.status, exc.message)
+
+    return run
+
+
+def parse_hex(text: str, size: int, what: str) -> bytes:
+    """``size`` bytes from ``2 * size`` hex characters (a 0x prefix allowed); a 400 naming ``what``
+    otherwise."""
+    raw = text[2:] if text[:2] in ("0x", "0X") else text
+    if not all(c in hexdigits for c in raw):
+        raise HttpError(400, f"{what} is not hexadecimal: {text!r}")
+    if len(raw) != 2 * size:
+        got = f"got {len(raw)} hex characters"
+        raise HttpError(400, f"{what} must be {size} bytes ({2 * size} hex characters), {got}")
+    return bytes.fromhex(raw)
+
+
+def parse_address(text: str) -> bytes:
+    """A 32-byte chunk address or reference from 64 hex characters."""
+    return parse_hex(text, 32, "address")
+
+
+def parse_uint(text: str | None, what: str, limit: int = MAX_UINT64) -> int | None:
+    """A decimal integer in ``0..limit``, None if absent or empty; a 400 naming ``what`` otherwise."""
+    if text is None or text == "":
+        return None
+    if not (text.isascii() and text.isdigit()) or int(text) > limit:
+        bound = "2**64-1" if limit == MAX_UINT64 else str(limit)
+        raise HttpError(400, f"{what} must be an integer in 0..{bound}, got {text!r}")
+    return int(text)
+
+
+async def read_body(request: Request, limit: int, what: str = "body") -> bytes:
+    """The request body, refused (413) as soon as it passes ``limit`` bytes, without buffering
+    the rest."""
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise HttpError(413, f"{what} too large: longer than {limit} bytes")
+    return bytes(body)
