@@ -22,9 +22,9 @@ from streamer.states import StateSigner
 from swarm.proof_document import InclusionProof, ReceiptProof
 from syncer.proof_store import KeptReceipt, ProofStore, StateEquivocation
 from syncer.provable import ProvenLogs
+from syncer.proven_upstream import Provable
 from syncer.pullsync import Verifying
 from syncer.signing import StateSigning
-from syncer.upstream import Provable
 
 __all__ = ["MODES", "NodeProofs", "NotInLog", "ProofsSnapshot"]
 

@@ -12,16 +12,14 @@ every offer has been answered may be subscribed again (for the next missing rang
 last deliveries are still going out.
 
 With `Provable` (this node keeps bin logs: `--provable-sync sign` or `verify`) the streams are
-provable (docs/protocol.md 8.6): every offer is a `ProvenOffer` of every entry of its range, its
-holes marked, with the signed state at its end (live) or the proof against the subscription's end
-(historical); state requests are answered with signed states and consistency proofs, and the
-downstream's receipts are checked and the latest per bin (and taken-over run) kept.
+provable (docs/protocol.md 8.6): offers, state requests and receipts are then the business of
+its `ProvenServing` (syncer/proven_upstream.py).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -30,12 +28,8 @@ from localstore import ChunkDamaged, ChunkNotFound, LocalStore
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
-    FRAME_HEADER_SIZE,
-    HASH_SIZE,
-    HOLES_SIZE,
     MAX_BATCH_SIZE,
     OFFER_WINDOW,
-    SIGNATURE_SIZE,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
@@ -51,28 +45,14 @@ from streamer.messages import (
 )
 from streamer.outbox import Priority
 from syncer.offers import StreamOffers
-from syncer.proof_store import ProofStore
-from syncer.proving import check_state_request, proven_offer, state_reply
-from syncer.receipts import check_receipt, merge_receipt
-from syncer.signing import StateSigning
+from syncer.proven_upstream import PROOF_BYTE_KINDS, Provable, ProvenServing
 
 log = logging.getLogger(__name__)
 
 DEFAULT_LIVE_IDLE = 0.05
-FRAME_OVERHEAD = FRAME_HEADER_SIZE + 1  # length and type
 
 
 Want = tuple[int, list[tuple[int, bytes]]]  # offer start, (index, address) pairs to deliver
-
-
-@dataclass(frozen=True)
-class Provable:
-    """What serving provable streams needs, node-wide: signed states of our logs, and where the
-    downstreams' receipts are kept."""
-
-    signing: StateSigning
-    proofs: ProofStore
-    overlay: bytes
 
 
 @dataclass
@@ -102,16 +82,11 @@ class Upstream:
         self._unwanted = unwanted  # told the offered chunks a want passed over (swarm/offer_leases.py)
         self.window = window
         self.live_idle = live_idle
-        self.provable = provable
+        self.proven = None if provable is None else ProvenServing(provable, conn, store.epoch, self._readable)
         self._streams: dict[tuple[int, bool], _Stream] = {}
         self._acking: set[tuple[int, bool]] = set()  # streams whose Unsubscribed is not queued yet
-        self._stating: set[int] = set()  # bins whose state reply is not queued yet
         self.offered = 0
         self.delivered = 0
-        self.receipts = 0
-        # bytes provable streams add to this connection (benches/sync): the proven offers' extra
-        # over plain ones, state replies sent, state requests and receipts received
-        self.proof_bytes = {"offers": 0, "states": 0, "requests": 0, "receipts": 0}
 
     @property
     def subscriptions(self) -> list[tuple[int, bool]]:
@@ -129,44 +104,25 @@ class Upstream:
             ) from None
 
     def on_state_request(self, msg: StateRequest) -> None:
-        provable = self._provable("state request")
-        check_state_request(provable.signing.logs, msg)
-        if msg.bin in self._stating:
-            raise RemoteProtocolError(
-                f"second state request for bin {msg.bin} before the first was answered",
-                GoodbyeCode.OVERLOADED,
-            )
-        self._stating.add(msg.bin)
-        self.proof_bytes["requests"] += FRAME_OVERHEAD + 17
-        self.conn.start_soon(self._answer_state, provable, msg)
-
-    async def _answer_state(self, provable: Provable, msg: StateRequest) -> None:
-        try:
-            state = await provable.signing.state(msg.bin, msg.size)
-            reply = state_reply(provable.signing.logs, msg, state)
-            self.proof_bytes["states"] += FRAME_OVERHEAD + 121 + HASH_SIZE * len(reply.proof)
-            await self.conn.send(reply, Priority.RETRIEVAL)
-        finally:
-            self._stating.discard(msg.bin)
+        self._proven("state request").on_state_request(msg)
 
     def on_receipt(self, msg: Receipt) -> None:
-        """Check a downstream's receipt and keep the latest of each bin and taken-over run."""
-        provable = self._provable("receipt")
-        peer, public_key = self.conn.overlay, self.conn.remote.public_key
-        check_receipt(provable.signing.logs, provable.overlay, self.store.epoch, public_key, msg)
-        kept = [k.receipt for k in provable.proofs.receipts_of(peer, msg.bin)]
-        keep, drop = merge_receipt(kept, msg)
-        if keep:
-            provable.proofs.keep_receipt(peer, public_key, msg, drop)
-        elif drop:
-            provable.proofs.drop_receipts(peer, drop)
-        self.receipts += 1
-        self.proof_bytes["receipts"] += FRAME_OVERHEAD + 121
+        self._proven("receipt").on_receipt(msg)
 
-    def _provable(self, what: str) -> Provable:
-        if self.provable is None:
+    def _proven(self, what: str) -> ProvenServing:
+        if self.proven is None:
             raise RemoteProtocolError(f"{what}: this node keeps no bin logs (--provable-sync off)")
-        return self.provable
+        return self.proven
+
+    @property
+    def receipts(self) -> int:
+        """Receipts the downstream sent (and this node checked)."""
+        return 0 if self.proven is None else self.proven.receipts
+
+    @property
+    def proof_bytes(self) -> dict[str, int]:
+        """Bytes provable streams add to this connection (`syncer.proven_upstream.PROOF_BYTE_KINDS`)."""
+        return dict.fromkeys(PROOF_BYTE_KINDS, 0) if self.proven is None else dict(self.proven.proof_bytes)
 
     def on_subscribe(self, msg: Subscribe) -> None:
         key = (msg.bin, msg.live)
@@ -244,8 +200,8 @@ class Upstream:
             cursor = await self._wait_for_chunks(offers) if live else self.store.cursor(bin)
             rng = offers.next_range(cursor)
             assert rng is not None, "a slot is free and chunks are there"
-            if self.provable is not None:
-                msg: OfferedHashes | ProvenOffer = await self._proven_offer(self.provable, offers, *rng)
+            if self.proven is not None:
+                msg: OfferedHashes | ProvenOffer = await self.proven.offer(offers, *rng)
             else:
                 entries = self.store.iter_bin(bin, rng[0], rng[1])
                 hashes = [address for _, address in entries if self._readable(address)]
@@ -253,34 +209,6 @@ class Upstream:
                 msg = OfferedHashes(bin, live, rng[0], rng[1], tuple(hashes))
             self.offered += len(msg.hashes)
             await self.conn.send(msg, priority)
-
-    async def _proven_offer(
-        self, provable: Provable, offers: StreamOffers, start: int, end: int
-    ) -> ProvenOffer:
-        """Every entry of ``[start, end]``, its holes (and damaged chunks) marked, with its proof."""
-        logs = provable.signing.logs
-        entries = logs.entries(offers.bin, start, end)
-        addresses: Sequence[bytes] = [address for address, _ in entries]
-        holes = [i for i, (address, hole) in enumerate(entries) if hole or not self._readable(address)]
-        state = await provable.signing.state(offers.bin, end) if offers.live else None
-        msg = proven_offer(
-            logs,
-            offers.bin,
-            start,
-            end,
-            addresses,
-            holes,
-            live_state=state,
-            anchor=offers.end,
-            first=offers.first(start),
-        )
-        offers.offered(start, end, addresses, holes)
-        # what a plain offer of the same entries would not carry: the hole mask and the holes'
-        # addresses, a live offer's epoch, root and signature, a historical one's proof
-        extra = HOLES_SIZE + HASH_SIZE * len(holes)
-        extra += 8 + HASH_SIZE + SIGNATURE_SIZE if state else 1 + HASH_SIZE * (len(msg.left) + len(msg.right))
-        self.proof_bytes["offers"] += extra
-        return msg
 
     def _readable(self, address: bytes) -> bool:
         """Whether a chunk can be offered: a damaged one is dropped by the store and left out."""

@@ -1,0 +1,130 @@
+"""What serving provable streams adds to an upstream (docs/protocol.md 8.6).
+
+For one downstream: offers become `ProvenOffer`s of every entry of their range, holes marked,
+with the signed state at their end (live) or the proof against the subscription's end
+(historical); state requests are answered with signed states and consistency proofs; the
+downstream's receipts are checked and the latest per bin (and taken-over run) kept. Counts the
+bytes all this adds to the connection (benches/sync).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from streamer.connection import PeerConnection
+from streamer.errors import RemoteProtocolError
+from streamer.messages import (
+    FRAME_HEADER_SIZE,
+    HASH_SIZE,
+    HOLES_SIZE,
+    SIGNATURE_SIZE,
+    GoodbyeCode,
+    ProvenOffer,
+    Receipt,
+    StateRequest,
+)
+from streamer.outbox import Priority
+from syncer.offers import StreamOffers
+from syncer.proof_store import ProofStore
+from syncer.proving import check_state_request, proven_offer, state_reply
+from syncer.receipts import check_receipt, merge_receipt
+from syncer.signing import StateSigning
+
+__all__ = ["PROOF_BYTE_KINDS", "Provable", "ProvenServing"]
+
+FRAME_OVERHEAD = FRAME_HEADER_SIZE + 1  # length and type
+#: what `ProvenServing.proof_bytes` counts: the proven offers' extra over plain ones, state
+#: replies sent, state requests and receipts received
+PROOF_BYTE_KINDS = ("offers", "states", "requests", "receipts")
+
+
+@dataclass(frozen=True)
+class Provable:
+    """What serving provable streams needs, node-wide: signed states of our logs, and where the
+    downstreams' receipts are kept."""
+
+    signing: StateSigning
+    proofs: ProofStore
+    overlay: bytes
+
+
+class ProvenServing:
+    """The provable part of serving one downstream on one connection."""
+
+    def __init__(
+        self,
+        provable: Provable,
+        conn: PeerConnection,
+        epoch: int,
+        readable: Callable[[bytes], bool],
+    ) -> None:
+        self.provable = provable
+        self.conn = conn
+        self.epoch = epoch  # our store's, which receipts must name
+        self._readable = readable  # whether a chunk can be served (a damaged one is a hole)
+        self._stating: set[int] = set()  # bins whose state reply is not queued yet
+        self.receipts = 0
+        self.proof_bytes = dict.fromkeys(PROOF_BYTE_KINDS, 0)
+
+    def on_state_request(self, msg: StateRequest) -> None:
+        signing = self.provable.signing
+        check_state_request(signing.logs, msg)
+        if msg.bin in self._stating:
+            raise RemoteProtocolError(
+                f"second state request for bin {msg.bin} before the first was answered",
+                GoodbyeCode.OVERLOADED,
+            )
+        self._stating.add(msg.bin)
+        self.proof_bytes["requests"] += FRAME_OVERHEAD + 17
+        self.conn.start_soon(self._answer_state, msg)
+
+    async def _answer_state(self, msg: StateRequest) -> None:
+        signing = self.provable.signing
+        try:
+            state = await signing.state(msg.bin, msg.size)
+            reply = state_reply(signing.logs, msg, state)
+            self.proof_bytes["states"] += FRAME_OVERHEAD + 121 + HASH_SIZE * len(reply.proof)
+            await self.conn.send(reply, Priority.RETRIEVAL)
+        finally:
+            self._stating.discard(msg.bin)
+
+    def on_receipt(self, msg: Receipt) -> None:
+        """Check a downstream's receipt and keep the latest of each bin and taken-over run."""
+        provable = self.provable
+        peer, public_key = self.conn.overlay, self.conn.remote.public_key
+        check_receipt(provable.signing.logs, provable.overlay, self.epoch, public_key, msg)
+        kept = [k.receipt for k in provable.proofs.receipts_of(peer, msg.bin)]
+        keep, drop = merge_receipt(kept, msg)
+        if keep:
+            provable.proofs.keep_receipt(peer, public_key, msg, drop)
+        elif drop:
+            provable.proofs.drop_receipts(peer, drop)
+        self.receipts += 1
+        self.proof_bytes["receipts"] += FRAME_OVERHEAD + 121
+
+    async def offer(self, offers: StreamOffers, start: int, end: int) -> ProvenOffer:
+        """Every entry of ``[start, end]``, its holes (and damaged chunks) marked, with its proof."""
+        signing = self.provable.signing
+        entries = signing.logs.entries(offers.bin, start, end)
+        addresses: Sequence[bytes] = [address for address, _ in entries]
+        holes = [i for i, (address, hole) in enumerate(entries) if hole or not self._readable(address)]
+        state = await signing.state(offers.bin, end) if offers.live else None
+        msg = proven_offer(
+            signing.logs,
+            offers.bin,
+            start,
+            end,
+            addresses,
+            holes,
+            live_state=state,
+            anchor=offers.end,
+            first=offers.first(start),
+        )
+        offers.offered(start, end, addresses, holes)
+        # what a plain offer of the same entries would not carry: the hole mask and the holes'
+        # addresses, a live offer's epoch, root and signature, a historical one's proof
+        extra = HOLES_SIZE + HASH_SIZE * len(holes)
+        extra += 8 + HASH_SIZE + SIGNATURE_SIZE if state else 1 + HASH_SIZE * (len(msg.left) + len(msg.right))
+        self.proof_bytes["offers"] += extra
+        return msg
