@@ -41,8 +41,9 @@ from localstore.merkle import (
 from streamer.errors import LocalProtocolError, RemoteProtocolError
 from streamer.messages import GoodbyeCode, ProvenOffer, SignedState, StateReply, StateRequest
 from streamer.states import verify_state
+from syncer.session_events import OfferProven, StateAccepted, StateSuperseded
 
-__all__ = ["Equivocation", "OfferProven", "ProvenLogs", "StateAccepted", "StateSuperseded"]
+__all__ = ["Equivocation", "ProvenLogs"]
 
 BAD_PROOF = GoodbyeCode.BAD_PROOF
 INCONSISTENT = GoodbyeCode.INCONSISTENT_STATE
@@ -56,26 +57,6 @@ class Equivocation:
     upstream: bytes
     first: SignedState
     second: SignedState
-
-
-@dataclass(frozen=True, slots=True)
-class StateAccepted:
-    state: SignedState
-    latest: bool  # it is the new latest state of its bin
-
-
-@dataclass(frozen=True, slots=True)
-class StateSuperseded:
-    """A reply that extends the state we named, which is no longer the latest (ours to ask again)."""
-
-    state: SignedState
-
-
-@dataclass(frozen=True, slots=True)
-class OfferProven:
-    """The offer's entries are leaves ``[start, end]`` of the log; ``root`` is its state at end."""
-
-    root: bytes
 
 
 @dataclass

@@ -52,13 +52,14 @@ from streamer.requests import RetrieveFailed
 from syncer.batches import CompletedBatch
 from syncer.deliveries import DeliveryIntake
 from syncer.intake import ChunkIntake
-from syncer.provable import StateAccepted, StateSuperseded
 from syncer.pull_config import PullerConfig
 from syncer.session import DownstreamSession
 from syncer.session_events import (
     ChunkArrived,
     CursorsReceived,
     OfferReceived,
+    StateAccepted,
+    StateSuperseded,
     StreamKey,
     UnsubscribeAcked,
     stream_name,

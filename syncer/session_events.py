@@ -4,22 +4,44 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamer.messages import ChunkDelivery, OfferedHashes, ProvenOffer
-from syncer.provable import StateAccepted, StateSuperseded
+from streamer.messages import ChunkDelivery, OfferedHashes, ProvenOffer, SignedState
 
 __all__ = [
     "ChunkArrived",
     "CursorsReceived",
     "Offer",
     "OfferCrossed",
+    "OfferProven",
     "OfferReceived",
     "SessionEvent",
+    "StateAccepted",
+    "StateSuperseded",
     "StreamKey",
     "UnsubscribeAcked",
     "stream_name",
 ]
 
 StreamKey = tuple[int, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class StateAccepted:
+    state: SignedState
+    latest: bool  # it is the new latest state of its bin
+
+
+@dataclass(frozen=True, slots=True)
+class StateSuperseded:
+    """A reply that extends the state we named, which is no longer the latest (ours to ask again)."""
+
+    state: SignedState
+
+
+@dataclass(frozen=True, slots=True)
+class OfferProven:
+    """The offer's entries are leaves ``[start, end]`` of the log; ``root`` is its state at end."""
+
+    root: bytes
 
 
 def stream_name(bin: int, live: bool) -> str:

@@ -30,10 +30,10 @@ from streamer.messages import (
     WantedHashes,
 )
 from streamer.states import StateSigner
-from syncer.provable import ProvenLogs, StateAccepted
+from syncer.provable import ProvenLogs
 from syncer.proving import proven_offer, state_reply
 from syncer.session import DownstreamSession
-from syncer.session_events import OfferReceived
+from syncer.session_events import OfferReceived, StateAccepted
 from tests.memory_log import MemoryLog
 
 EPOCH = 1_700_000_000
