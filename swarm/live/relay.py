@@ -63,12 +63,19 @@ class Judgement:
     stream: Stream
     reason: str = ""
     update: FeedUpdate | None = None  # a new feed update, checked
+    chain: Chain | None = None  # a new message's chain
+    gap: bool = False  # a new message that skipped numbers after the latest seen of its chain
 
 
 def detector_bytes(detector: DuplicateDetector) -> int:
     """Estimated memory of a chain's state in the window: its key, the detector, its gaps
     (benches/live_memory.py measures about 525 bytes per chain of one gap in CPython 3.11)."""
     return 450 + 72 * len(detector)
+
+
+def _skips(latest: int | None, previous: int | None) -> bool:
+    """Whether an edge from ``previous`` leaves numbers unseen after ``latest``."""
+    return previous is not None and (latest is None or previous > latest)
 
 
 class Relay:
@@ -136,12 +143,13 @@ class Relay:
             return Judgement(
                 Outcome.EQUIVOCATION, stream, f"{stream.name}: two updates at index {update.index}"
             )
+        gap = detector is not None and _skips(detector.latest, previous)
         if detector is None:
             detector = DuplicateDetector(self.max_gaps)
             self.detectors.put(chain, detector, now)
         detector.mark_and_check(previous, number)
         self.detectors.resized(chain)
-        return Judgement(Outcome.NEW, stream, update=update)
+        return Judgement(Outcome.NEW, stream, update=update, chain=chain, gap=gap)
 
     def _repeat(self, msg: FeedPush | TopicPush, stream: Stream) -> Judgement:
         if isinstance(msg, FeedPush):
