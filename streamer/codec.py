@@ -31,6 +31,7 @@ from streamer.messages import (
     Handshake,
     Hello,
     InterestEntry,
+    LiveHave,
     LiveInterest,
     LivePause,
     Message,
@@ -58,6 +59,7 @@ _INTEREST_ENTRY = struct.Struct(">B20s32sB")  # kind, owner, topic, hops
 _FEED_PUSH_FIXED = struct.Struct(">20s32sQ")  # owner, topic, index
 _TOPIC_PUSH_FIXED = struct.Struct(">32s20sQQQ65s")  # topic, owner, seq, chain, time, signature
 _LIVE_PAUSE = struct.Struct(">B20s32sB")  # kind, owner, topic, paused
+_LIVE_HAVE = struct.Struct(">B20s32sQ")  # kind, owner, topic, number
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -97,6 +99,7 @@ _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
         _TOPIC_PUSH_FIXED.pack(m.topic, m.owner, m.seq, m.chain, m.time, m.signature) + m.payload
     ),
     LivePause: lambda m: _LIVE_PAUSE.pack(m.kind, m.owner, m.topic, m.paused),
+    LiveHave: lambda m: _LIVE_HAVE.pack(m.kind, m.owner, m.topic, m.number),
 }
 
 
@@ -200,6 +203,7 @@ _READERS: dict[int, tuple[str, Callable[[BodyReader], Message]]] = {
         "LivePause",
         lambda r: LivePause(*r.fixed(_LIVE_PAUSE, "kind/owner/topic/paused")),
     ),
+    MessageType.LIVE_HAVE: ("LiveHave", lambda r: LiveHave(*r.fixed(_LIVE_HAVE, "kind/owner/topic/number"))),
 }
 
 

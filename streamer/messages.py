@@ -26,7 +26,8 @@ PROTOCOL_VERSION = 5
 (handshake signatures bound to one connection) and the Unsubscribed acknowledgement; version 3
 the TLS channel under the protocol, and the channel binding every handshake signature covers;
 version 4 provable streams (signed states of each bin's log, proven offers and receipts), live
-propagation and push syncing; version 5 the pruning of redundant live paths (`LivePause`)."""
+propagation and push syncing; version 5 the pruning of redundant live paths (`LivePause`,
+`LiveHave`)."""
 
 CHANNEL_BINDING_SIZE = 32
 PLAIN_BINDING = bytes(CHANNEL_BINDING_SIZE)
@@ -97,6 +98,7 @@ class MessageType(enum.IntEnum):
     FEED_PUSH = 0x41
     TOPIC_PUSH = 0x42
     LIVE_PAUSE = 0x43
+    LIVE_HAVE = 0x44
 
 
 class GoodbyeCode(enum.IntEnum):
@@ -975,6 +977,31 @@ class LivePause:
             raise MessageError(f"{n}.paused must be 0 (resume) or 1 (pause), got {self.paused!r}")
 
 
+@dataclass(frozen=True, slots=True)
+class LiveHave:
+    """The sender has message ``number`` of a chain the receiver paused (`LivePause`), and did
+    not push it: Plumtree's lazy push (``IHAVE``). A receiver that does not get the message
+    by another path soon resumes the sender."""
+
+    TYPE: ClassVar[MessageType] = MessageType.LIVE_HAVE
+
+    kind: int
+    owner: bytes
+    topic: bytes
+    number: int  # a feed update's index, a topic message's seq
+
+    def __post_init__(self) -> None:
+        n = "LiveHave"
+        _uint(n, "kind", self.kind, _U8)
+        try:
+            _set(self, "kind", StreamKind(self.kind))
+        except ValueError:
+            raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {self.kind}") from None
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _uint(n, "number", self.number, _U64)
+
+
 Message: TypeAlias = (
     Hello
     | Handshake
@@ -1004,6 +1031,7 @@ Message: TypeAlias = (
     | FeedPush
     | TopicPush
     | LivePause
+    | LiveHave
 )
 
 MESSAGE_CLASSES: tuple[type[Message], ...] = (
@@ -1035,6 +1063,7 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     FeedPush,
     TopicPush,
     LivePause,
+    LiveHave,
 )
 
 

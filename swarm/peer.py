@@ -21,6 +21,7 @@ from streamer.messages import (
     CursorsReply,
     CursorsRequest,
     FeedPush,
+    LiveHave,
     LiveInterest,
     LivePause,
     Message,
@@ -52,7 +53,7 @@ log = logging.getLogger(__name__)
 _FROM_UPSTREAM = (ChunkDelivery, OfferedHashes, ProvenOffer, StateReply, CursorsReply, Unsubscribed)
 
 
-LiveMessage = LiveInterest | LivePause | FeedPush | TopicPush
+LiveMessage = LiveInterest | LivePause | LiveHave | FeedPush | TopicPush
 
 
 class Peer:
@@ -101,6 +102,7 @@ class Peer:
             FeedPush: lambda msg: on_live(self, msg),
             TopicPush: lambda msg: on_live(self, msg),
             LivePause: lambda msg: on_live(self, msg),
+            LiveHave: lambda msg: on_live(self, msg),
         }
 
     def __repr__(self) -> str:

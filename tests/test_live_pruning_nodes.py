@@ -45,15 +45,15 @@ async def test_a_repeat_pauses_the_second_path_and_later_updates_come_once(tmp_p
                 a.live.publish_feed_update(key.owner, TOPIC, i, update(i))
                 assert (await next_update(follower)).update.index == i
             # node 2 heard a repeat and paused the carrier that brought it; its peer honours it
-            await wait_for(lambda: len(c.live.pruning.paused(chain)) == 1)
-            paused = c.live.pruning.paused(chain)[0]
+            await wait_for(lambda: len(c.live.paths.pruning.paused(chain)) == 1)
+            paused = c.live.paths.pruning.paused(chain)[0]
             sender = a if paused == a.overlay else b
-            await wait_for(lambda: sender.live.pruning.paused_by(c.overlay, chain))
-            before, pruned_before = repeats(c), sender.live.pruned
+            await wait_for(lambda: sender.live.paths.pruning.paused_by(c.overlay, chain))
+            before, pruned_before = repeats(c), sender.live.paths.pruned
             for i in range(3, 13):
                 a.live.publish_feed_update(key.owner, TOPIC, i, update(i))
                 assert (await next_update(follower)).update.index == i
-            assert sender.live.pruned - pruned_before == 10  # none of them sent on the paused path
+            assert sender.live.paths.pruned - pruned_before == 10  # none of them sent on the paused path
             assert repeats(c) == before
             assert c.live.statistics().pruning["pauses_sent"] == 1
 
@@ -68,17 +68,43 @@ async def test_when_the_eager_path_goes_the_paused_one_is_resumed(tmp_path: Path
             chain = Chain(follower.stream.kind, key.owner, TOPIC)
             await interest_spread(a, b, c, follower.stream)
             index = 0
-            while not c.live.pruning.paused(chain):
+            while not c.live.paths.pruning.paused(chain):
                 a.live.publish_feed_update(key.owner, TOPIC, index, update(index))
                 assert (await next_update(follower)).update.index == index
                 index += 1
-            paused = c.live.pruning.paused(chain)[0]
-            eager = next(p for p in c.live.pruning.carriers(chain) if p != paused)
+            paused = c.live.paths.pruning.paused(chain)[0]
+            eager = next(p for p in c.live.paths.pruning.carriers(chain) if p != paused)
             c.sessions.close(eager, GoodbyeCode.NORMAL, "test: the eager path goes away")
-            await wait_for(lambda: c.live.pruning.paused(chain) == [])
+            await wait_for(lambda: c.live.paths.pruning.paused(chain) == [])
             sender = a if paused == a.overlay else b
-            await wait_for(lambda: not sender.live.pruning.paused_by(c.overlay, chain))
+            await wait_for(lambda: not sender.live.paths.pruning.paused_by(c.overlay, chain))
             assert c.live.statistics().pruning["resumes_sent"] >= 1
             for i in range(index, index + 5):
                 a.live.publish_feed_update(key.owner, TOPIC, i, update(i))
                 assert (await next_update(follower)).update.index == i
+
+
+async def test_a_node_whose_every_path_is_paused_grafts_on_the_announcements(tmp_path: Path) -> None:
+    key = owner_key()
+    with trio.fail_after(40):
+        async with (
+            line(tmp_path, 3, extra_links=((0, 2),), live=ONE_EAGER) as (a, b, c),
+            c.live.follow(key.owner, TOPIC, start=0) as follower,
+        ):
+            chain = Chain(follower.stream.kind, key.owner, TOPIC)
+            await interest_spread(a, b, c, follower.stream)
+            a.live.publish_feed_update(key.owner, TOPIC, 0, update(0))
+            assert (await next_update(follower)).update.index == 0
+            # the starving ring pruning could make: both of node 2's carriers hold it paused
+            for sender in (a, b):
+                sender.live.paths.pruning.asked(c.overlay, chain, True)
+            accepted = c.live.relay.accepted
+            a.live.publish_feed_update(key.owner, TOPIC, 1, update(1))
+            # only announced to node 2; a second later it resumes the announcers
+            await wait_for(lambda: c.live.statistics().pruning["grafts"] >= 1)
+            await wait_for(lambda: not a.live.paths.pruning.paused_by(c.overlay, chain))
+            assert c.live.statistics().pruning["haves_received"] >= 1
+            a.live.publish_feed_update(key.owner, TOPIC, 2, update(2))
+            await wait_for(lambda: c.live.relay.accepted >= accepted + 1)  # update 2 came by push
+            shown = {(await next_update(follower)).update.index for _ in range(2)}
+            assert shown == {1, 2}

@@ -5,7 +5,7 @@ The relay path never waits: pushing a message to a peer appends it to that peer'
 One task per peer sends what is queued through the connection's outbox (live priority), and
 before that the peer's pending interest announcements, computed when they are sent, so that a
 burst of interest changes goes out as one `LiveInterest`, then the pauses and resumes for it
-(`LivePause`, `swarm.live.pruning`).
+and the announcements of what it paused (`LivePause`, `LiveHave`: `swarm.live.pruning`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Protocol
 import trio
 
 from streamer.connection import PeerConnection
-from streamer.messages import FeedPush, LiveInterest, LivePause, TopicPush
+from streamer.messages import FeedPush, LiveHave, LiveInterest, LivePause, TopicPush
 from streamer.outbox import Priority
 from swarm.live.interest import InterestTable
 
@@ -47,6 +47,7 @@ class PeerLink:
         self.capacity = capacity
         self._queue: deque[FeedPush | TopicPush] = deque()
         self._pauses: dict[tuple[int, bytes, bytes], LivePause] = {}  # per chain, the latest word
+        self._haves: deque[LiveHave] = deque()
         self._wake = trio.Event()
         self.sent = 0
         self.dropped = 0
@@ -65,6 +66,17 @@ class PeerLink:
         chain replaces one not sent yet (so the queue holds at most one per chain)."""
         self._pauses[(msg.kind, msg.owner, msg.topic)] = msg
         self._wake.set()
+
+    def have(self, msg: LiveHave) -> bool:
+        """Queue the announcement of a message not pushed because the peer paused its chain
+        (each one: a lost message must be noticed whatever came after it); False if the queue
+        is full (as `push`)."""
+        if len(self._haves) >= self.capacity:
+            self.dropped += 1
+            return False
+        self._haves.append(msg)
+        self._wake.set()
+        return True
 
     def interest_changed(self) -> None:
         self._wake.set()
@@ -85,8 +97,10 @@ class PeerLink:
                 if entries:
                     await conn.send(LiveInterest(tuple(entries)), Priority.LIVE)
             while self._pauses and not conn.closed:
-                chain = next(iter(self._pauses))
-                await conn.send(self._pauses.pop(chain), Priority.LIVE)
-            while self._queue:
-                await conn.send(self._queue.popleft(), Priority.LIVE)
-                self.sent += 1
+                await conn.send(self._pauses.pop(next(iter(self._pauses))), Priority.LIVE)
+            while self._queue or self._haves:
+                if self._queue:
+                    await conn.send(self._queue.popleft(), Priority.LIVE)
+                    self.sent += 1
+                if self._haves:
+                    await conn.send(self._haves.popleft(), Priority.LIVE)

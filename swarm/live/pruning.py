@@ -13,9 +13,13 @@ carriers unpaused (Streamr resumes a neighbour when all are paused; `eager` 2 ke
 warm, so one relay failing costs no message; 0 pauses nothing). Paused carriers are resumed:
 
 - when a carrier goes away and fewer than `eager` unpaused ones remain (oldest paused first);
-- when a new message of the chain skipped numbers (``gap``): the unpaused paths lost something,
-  so every paused carrier of the chain is resumed (what was missed itself is filled by the
-  followers, from the swarm for a feed; a topic's is reported lost);
+- when a paused carrier announces a message (`LiveHave`, Plumtree's lazy ``IHAVE``: a paused
+  link carries the numbers, not the messages) that this node has not seen `graft_after` seconds
+  later (Plumtree's graft): the unpaused paths are broken, or slower; this also ends the one
+  way pruning could starve a node, a ring of nodes each keeping only the others unpaused (what
+  was missed meanwhile is filled by the followers: a feed's from the swarm, a topic's reported
+  lost). A gap in the numbers is *not* a reason: publishers and paths reorder messages, and
+  resuming on every gap kept the paths churning (measured: docs/live.md);
 - when the chain is forgotten (`max_chains`, least recently heard first): a pause this node no
   longer remembers must not outlive it.
 
@@ -26,13 +30,16 @@ costs bandwidth, never a message). All state of a peer ends with its connection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from swarm.live.messages import Chain
 
-__all__ = ["DEFAULT_EAGER", "MAX_CHAINS", "MAX_PAUSED_PER_PEER", "PauseChange", "Pruning"]
+__all__ = ["DEFAULT_EAGER", "GRAFT_AFTER", "MAX_CHAINS", "MAX_PAUSED_PER_PEER", "PauseChange", "Pruning"]
 
 DEFAULT_EAGER = 2
+GRAFT_AFTER = 1.0
+"""Seconds a message announced by a paused peer (`LiveHave`) may take to come another way."""
 MAX_CHAINS = 50_000
 MAX_PAUSED_PER_PEER = 10_000
 
@@ -55,6 +62,7 @@ class Pruning:
         eager: int = DEFAULT_EAGER,
         max_chains: int = MAX_CHAINS,
         max_paused_per_peer: int = MAX_PAUSED_PER_PEER,
+        graft_after: float = GRAFT_AFTER,
     ) -> None:
         if eager < 0:
             raise ValueError(f"eager must not be negative, got {eager}")
@@ -65,18 +73,19 @@ class Pruning:
         self._carriers: dict[Chain, dict[bytes, bool]] = {}
         self._chains_of: dict[bytes, set[Chain]] = {}  # carrier -> chains it carries
         self._paused_by: dict[bytes, set[Chain]] = {}  # peer -> chains it asked us not to push
+        # chain -> (when to graft, the number announced, the paused peers that announced it)
+        self._announced: dict[Chain, tuple[float, int, set[bytes]]] = {}
+        self.graft_after = graft_after
         self.pauses_sent = 0
         self.resumes_sent = 0
+        self.grafts = 0  # resumes because an announced message did not come another way
         self.ignored = 0  # pause requests over a peer's budget
 
     # -- receiving: what came from whom ---------------------------------------------------------
 
-    def delivered(self, chain: Chain, peer: bytes, *, gap: bool = False) -> list[PauseChange]:
-        """A new message of ``chain`` came from ``peer``; ``gap``: it skipped numbers."""
-        carriers, changes = self._heard(chain, peer)
-        if gap:
-            changes += self._resume(chain, [p for p, paused in carriers.items() if paused])
-        return changes
+    def delivered(self, chain: Chain, peer: bytes) -> list[PauseChange]:
+        """A new message of ``chain`` came from ``peer``."""
+        return self._heard(chain, peer)[1]
 
     def repeated(self, chain: Chain, peer: bytes) -> list[PauseChange]:
         """A repeat of ``chain`` came from ``peer``: pause it, unless that would leave fewer than
@@ -119,12 +128,43 @@ class Pruning:
         self.resumes_sent += len(peers)
         return [PauseChange(peer, chain, False) for peer in peers]
 
+    def announced(self, chain: Chain, peer: bytes, number: int, now: float) -> None:
+        """A paused ``peer`` has message ``number`` of ``chain``, which this node has not seen:
+        if it has not seen it by `graft_after` from now either, `due` resumes the peer."""
+        entry = self._announced.get(chain)
+        if entry is None:
+            if len(self._announced) >= self.max_chains:
+                return
+            entry = self._announced[chain] = (now + self.graft_after, number, set())
+        entry[2].add(peer)
+
+    def due(self, now: float, seen: Callable[[Chain, int], bool]) -> list[PauseChange]:
+        """Resume the peers that announced a message this node still has not seen (Plumtree's
+        graft): the unpaused paths of the chain are broken or slow. ``seen(chain, number)``."""
+        changes: list[PauseChange] = []
+        for chain, (deadline, number, peers) in list(self._announced.items()):
+            if deadline > now:
+                continue
+            del self._announced[chain]
+            if seen(chain, number):
+                continue
+            carriers = self._carriers.get(chain, {})
+            for peer in sorted(peers):
+                if peer in carriers:
+                    carriers[peer] = False
+                self.grafts += 1
+                self.resumes_sent += 1
+                changes.append(PauseChange(peer, chain, False))
+        return changes
+
     # -- both sides: a peer went away -----------------------------------------------------------
 
     def peer_gone(self, peer: bytes) -> list[PauseChange]:
         """``peer``'s connection ended: forget what it carried and asked; resume carriers of the
         chains it leaves with fewer than `eager` unpaused (to peers still connected)."""
         self._paused_by.pop(peer, None)
+        for _, _, announcers in self._announced.values():
+            announcers.discard(peer)
         changes: list[PauseChange] = []
         for chain in sorted(self._chains_of.pop(peer, set())):
             carriers = self._carriers[chain]
@@ -171,5 +211,6 @@ class Pruning:
             "paused_by_peers": sum(map(len, self._paused_by.values())),
             "pauses_sent": self.pauses_sent,
             "resumes_sent": self.resumes_sent,
+            "grafts": self.grafts,
             "ignored": self.ignored,
         }

@@ -63,19 +63,12 @@ class Judgement:
     stream: Stream
     reason: str = ""
     update: FeedUpdate | None = None  # a new feed update, checked
-    chain: Chain | None = None  # a new message's chain
-    gap: bool = False  # a new message that skipped numbers after the latest seen of its chain
 
 
 def detector_bytes(detector: DuplicateDetector) -> int:
     """Estimated memory of a chain's state in the window: its key, the detector, its gaps
     (benches/live_memory.py measures about 525 bytes per chain of one gap in CPython 3.11)."""
     return 450 + 72 * len(detector)
-
-
-def _skips(latest: int | None, previous: int | None) -> bool:
-    """Whether an edge from ``previous`` leaves numbers unseen after ``latest``."""
-    return previous is not None and (latest is None or previous > latest)
 
 
 class Relay:
@@ -143,13 +136,12 @@ class Relay:
             return Judgement(
                 Outcome.EQUIVOCATION, stream, f"{stream.name}: two updates at index {update.index}"
             )
-        gap = detector is not None and _skips(detector.latest, previous)
         if detector is None:
             detector = DuplicateDetector(self.max_gaps)
             self.detectors.put(chain, detector, now)
         detector.mark_and_check(previous, number)
         self.detectors.resized(chain)
-        return Judgement(Outcome.NEW, stream, update=update, chain=chain, gap=gap)
+        return Judgement(Outcome.NEW, stream, update=update)
 
     def _repeat(self, msg: FeedPush | TopicPush, stream: Stream) -> Judgement:
         if isinstance(msg, FeedPush):
@@ -168,6 +160,11 @@ class Relay:
             return False
         self._evidence(address, held, msg.data)
         return True
+
+    def seen(self, chain: Chain, number: int) -> bool:
+        """Whether message ``number`` of ``chain`` was seen here (as far as the window remembers)."""
+        detector = self.detectors.get(chain)
+        return detector is not None and detector.seen(number)
 
     def rotate(self, now: float) -> bool:
         return self.detectors.rotate_if_due(now)

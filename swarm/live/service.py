@@ -28,7 +28,7 @@ import trio
 
 from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
-from streamer.messages import FeedPush, LiveInterest, LivePause, StreamKind, TopicPush
+from streamer.messages import FeedPush, LiveHave, LiveInterest, LivePause, StreamKind, TopicPush
 from swarm.live.accounting import LossAccounting
 from swarm.live.config import LiveConfig
 from swarm.live.consumers import LocalConsumers
@@ -37,8 +37,9 @@ from swarm.live.follower import FeedFollower
 from swarm.live.interest import InterestTable
 from swarm.live.links import LivePeer, PeerLink
 from swarm.live.loss import LOCAL
-from swarm.live.messages import Chain, InvalidLiveMessage, Stream, chain_of, make_topic_push
-from swarm.live.pruning import PauseChange, Pruning
+from swarm.live.messages import InvalidLiveMessage, Stream, make_topic_push
+from swarm.live.paths import PushPaths
+from swarm.live.pruning import Pruning
 from swarm.live.receiver import TopicReceiver
 from swarm.live.relay import Judgement, Outcome, Relay, detector_bytes
 from swarm.live.results import Equivocation, LiveStatistics, Published
@@ -98,7 +99,7 @@ class LiveService:
         self._saved_frame = load_frame()
         self.publisher = PublisherSequence(min_frame=self._saved_frame + 1)
         self._links: dict[bytes, PeerLink] = {}
-        self.pruning = Pruning(eager=config.eager)
+        self.paths = PushPaths(Pruning(eager=config.eager), self._links, self.relay.seen, wall)
         self.consumers = LocalConsumers(
             interest=self.interest,
             interest_changed=self._interest_changed,
@@ -111,7 +112,6 @@ class LiveService:
         self._invalid_logged = LogBudget()
         self._flood = FloodGuard()
         self.forwarded = 0
-        self.pruned = 0  # pushes not sent: the peer paused the chain
         self.dropped = 0
         self.published = 0
 
@@ -129,6 +129,7 @@ class LiveService:
         self.relay.rotate(now)
         self.receiver.states.rotate_if_due(now)
         self.accounting.flush(now)
+        self.paths.tick(now)
         self.loss.set(LOCAL, "gaps_open", self.consumers.open_gaps(), now)
 
     # -- peers ---------------------------------------------------------------------------------
@@ -145,32 +146,24 @@ class LiveService:
             del self._links[peer.overlay]
             self.interest.remove_peer(peer.overlay)
             self._interest_changed()
-            self._tell(self.pruning.peer_gone(peer.overlay))
-
-    def _tell(self, changes: list[PauseChange]) -> None:
-        """Send each pause or resume to its peer (one that is gone has forgotten it anyway)."""
-        for change in changes:
-            link = self._links.get(change.peer)
-            if link is not None:
-                chain = change.chain
-                link.pause(LivePause(chain.kind, chain.owner, chain.topic, int(change.paused)))
+            self.paths.peer_gone(peer.overlay)
 
     def _interest_changed(self) -> None:
         for link in self._links.values():
             if self.interest.pending(link.overlay):
                 link.interest_changed()
 
-    def on_message(self, peer: LivePeer, msg: LiveInterest | LivePause | FeedPush | TopicPush) -> None:
+    def on_message(
+        self, peer: LivePeer, msg: LiveInterest | LivePause | LiveHave | FeedPush | TopicPush
+    ) -> None:
         """A live message from a peer; never blocks. A forged or malformed message is dropped by
         itself; only a flood of them (`swarm.live.flood`) drops the peer, as OVERLOADED."""
         if isinstance(msg, LiveInterest):
             self.interest.announced(peer.overlay, msg.entries)
             self._interest_changed()
             return
-        if isinstance(msg, LivePause):
-            self.pruning.asked(
-                peer.overlay, Chain(StreamKind(msg.kind), msg.owner, msg.topic), bool(msg.paused)
-            )
+        if isinstance(msg, LivePause | LiveHave):
+            self.paths.on_word(peer.overlay, msg)
             return
         judgement, _ = self._receive(msg, peer.overlay)
         if judgement.outcome is Outcome.INVALID:
@@ -189,12 +182,10 @@ class LiveService:
                 judgement.reason,
                 self._invalid_logged.note(),
             )
-        if peer is not None and judgement.outcome is Outcome.REPEAT:
-            self._tell(self.pruning.repeated(chain_of(msg), peer))
+        if peer is not None and judgement.outcome in (Outcome.NEW, Outcome.REPEAT):
+            self.paths.judged(msg, peer, judgement.outcome is Outcome.NEW)
         if judgement.outcome is not Outcome.NEW:
             return judgement, 0
-        if peer is not None and judgement.chain is not None:
-            self._tell(self.pruning.delivered(judgement.chain, peer, gap=judgement.gap))
         if judgement.update is not None:
             self._remember(Chunk.from_soc(judgement.update.soc))
             self.consumers.deliver_update(judgement.stream, judgement.update)
@@ -204,12 +195,10 @@ class LiveService:
 
     def _forward(self, msg: FeedPush | TopicPush, stream: Stream, peer: bytes | None) -> int:
         queued = 0
-        chain = chain_of(msg)
         for target in self.interest.targets(stream, peer):
-            if self.pruning.paused_by(target, chain):
-                self.pruned += 1
-                continue
             link = self._links.get(target)
+            if link is not None and self.paths.left_out(target, link, msg):
+                continue
             if link is not None and link.push(msg):
                 queued += 1
             else:
@@ -296,7 +285,7 @@ class LiveService:
             bytes_received=relay.bytes_received,
             bytes_accepted=relay.bytes_accepted,
             forwarded=self.forwarded,
-            pruned=self.pruned,
+            pruned=self.paths.pruned,
             dropped=self.dropped,
             published=self.published,
             followers=self.consumers.followers,
@@ -305,5 +294,5 @@ class LiveService:
             detectors=relay.detectors.statistics(),
             receivers=self.receiver.states.statistics(),
             interest=self.interest.statistics(),
-            pruning=self.pruning.statistics(),
+            pruning=self.paths.statistics(),
         )
