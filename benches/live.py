@@ -13,7 +13,9 @@ node 0 (``POST /live/feeds/...``, signed here):
 - **duplicates**: every node's ``/loss`` traffic after both: ``received`` (pushes that reached a
   node, repeats included) / ``accepted`` (new ones): ``messages_per_unique`` and the same in
   bytes. With Kademlia's bins a small swarm is a full mesh, and a relay pushes to every peer that
-  wants a stream, so each follower hears most updates from several peers.
+  wants a stream, so each follower hears an update from several peers until it has paused all but
+  ``--eager`` of them (`swarm node --live-eager`, docs/live.md "Pruning"); ``pauses``, ``resumes``
+  and ``pruned`` (pushes not sent) say how much that did.
 
 Also reported: what the followers lost or filled, the uptime load and a ``benches.bmt`` figure
 for context (``--no-bmt`` skips it). Prints one JSON line.
@@ -37,6 +39,7 @@ import trio
 
 from localstore.ethkey import Secp256k1Key
 from localstore.feeds import make_update_v2
+from swarm.live.pruning import DEFAULT_EAGER
 from swarm.localswarm import LocalSwarm
 
 TOPIC = b"\x6c" * 32
@@ -174,6 +177,9 @@ def duplicates(apis: list[str]) -> dict[str, Any]:
         "msg_loss": sum(d["totals"]["msg_loss"] for d in docs),
         "gaps_filled": sum(d["totals"]["gaps_filled"] for d in docs),
         "dropped": sum(d["traffic"]["dropped"] for d in docs),
+        "pruned": sum(d["traffic"]["pruned"] for d in docs),
+        "pauses": sum(d["pruning"]["pauses_sent"] for d in docs),
+        "resumes": sum(d["pruning"]["resumes_sent"] for d in docs),
     }
 
 
@@ -186,11 +192,22 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=0.05, help="seconds between them")
     parser.add_argument("--burst", type=int, default=1000, help="updates published as fast as possible")
     parser.add_argument("--concurrency", type=int, default=8, help="clients posting the burst")
+    parser.add_argument(
+        "--eager", type=int, default=DEFAULT_EAGER, help="swarm node --live-eager (0: no pruning)"
+    )
     parser.add_argument("--no-bmt", action="store_true")
     args = parser.parse_args()
-    result: dict[str, Any] = {"nodes": args.nodes, "followers": args.nodes - 1, "load_before": load()}
+    result: dict[str, Any] = {
+        "nodes": args.nodes,
+        "followers": args.nodes - 1,
+        "eager": args.eager,
+        "load_before": load(),
+    }
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
-        swarm = LocalSwarm(Path(tmp), args.nodes, base_port=0, restart=False, say=lambda line: None)
+        node_args = ["--live-eager", str(args.eager)]
+        swarm = LocalSwarm(
+            Path(tmp), args.nodes, base_port=0, node_args=node_args, restart=False, say=lambda line: None
+        )
         swarm.start()
         try:
             apis = [f"http://127.0.0.1:{m.api_port}" for m in swarm.members]

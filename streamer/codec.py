@@ -31,7 +31,9 @@ from streamer.messages import (
     Handshake,
     Hello,
     InterestEntry,
+    LiveHave,
     LiveInterest,
+    LivePause,
     Message,
     MessageType,
     PeerRecord,
@@ -56,6 +58,8 @@ _PUSH_RECEIPT = struct.Struct(f">Q{ADDRESS_SIZE}s{PUBLIC_KEY_SIZE}sB{SIGNATURE_S
 _INTEREST_ENTRY = struct.Struct(">B20s32sB")  # kind, owner, topic, hops
 _FEED_PUSH_FIXED = struct.Struct(">20s32sQ")  # owner, topic, index
 _TOPIC_PUSH_FIXED = struct.Struct(">32s20sQQQ65s")  # topic, owner, seq, chain, time, signature
+_LIVE_PAUSE = struct.Struct(">B20s32sB")  # kind, owner, topic, paused
+_LIVE_HAVE = struct.Struct(">B20s32sQ")  # kind, owner, topic, number
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -94,6 +98,8 @@ _WRITERS: dict[type[Any], Callable[[Any], bytes]] = {
     TopicPush: lambda m: (
         _TOPIC_PUSH_FIXED.pack(m.topic, m.owner, m.seq, m.chain, m.time, m.signature) + m.payload
     ),
+    LivePause: lambda m: _LIVE_PAUSE.pack(m.kind, m.owner, m.topic, m.paused),
+    LiveHave: lambda m: _LIVE_HAVE.pack(m.kind, m.owner, m.topic, m.number),
 }
 
 
@@ -193,6 +199,11 @@ _READERS: dict[int, tuple[str, Callable[[BodyReader], Message]]] = {
     MessageType.LIVE_INTEREST: ("LiveInterest", _read_interest),
     MessageType.FEED_PUSH: ("FeedPush", _read_feed_push),
     MessageType.TOPIC_PUSH: ("TopicPush", _read_topic_push),
+    MessageType.LIVE_PAUSE: (
+        "LivePause",
+        lambda r: LivePause(*r.fixed(_LIVE_PAUSE, "kind/owner/topic/paused")),
+    ),
+    MessageType.LIVE_HAVE: ("LiveHave", lambda r: LiveHave(*r.fixed(_LIVE_HAVE, "kind/owner/topic/number"))),
 }
 
 

@@ -21,12 +21,13 @@ from localstore.bmt import keccak256
 from pot import MAX_PO
 from streamer.errors import MessageError
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 """The ``version`` this implementation puts in its handshake. Version 2 added the Hello nonces
 (handshake signatures bound to one connection) and the Unsubscribed acknowledgement; version 3
 the TLS channel under the protocol, and the channel binding every handshake signature covers;
 version 4 provable streams (signed states of each bin's log, proven offers and receipts), live
-propagation and push syncing."""
+propagation and push syncing; version 5 the pruning of redundant live paths (`LivePause`,
+`LiveHave`)."""
 
 CHANNEL_BINDING_SIZE = 32
 PLAIN_BINDING = bytes(CHANNEL_BINDING_SIZE)
@@ -96,6 +97,8 @@ class MessageType(enum.IntEnum):
     LIVE_INTEREST = 0x40
     FEED_PUSH = 0x41
     TOPIC_PUSH = 0x42
+    LIVE_PAUSE = 0x43
+    LIVE_HAVE = 0x44
 
 
 class GoodbyeCode(enum.IntEnum):
@@ -945,6 +948,60 @@ class TopicPush:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class LivePause:
+    """Stop (``paused`` 1) or start again (0) pushing one publisher's chain to the sender: the
+    receiver of a repeat prunes the redundant path it came by (docs/live.md, "Pruning").
+
+    A chain is a feed ``(owner, topic)`` (``kind`` 1) or one publisher's messages on a topic
+    (``kind`` 2, ``owner`` the publisher).
+    """
+
+    TYPE: ClassVar[MessageType] = MessageType.LIVE_PAUSE
+
+    kind: int
+    owner: bytes
+    topic: bytes
+    paused: int
+
+    def __post_init__(self) -> None:
+        n = "LivePause"
+        _uint(n, "kind", self.kind, _U8)
+        try:
+            _set(self, "kind", StreamKind(self.kind))
+        except ValueError:
+            raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {self.kind}") from None
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        if self.paused not in (0, 1):
+            raise MessageError(f"{n}.paused must be 0 (resume) or 1 (pause), got {self.paused!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveHave:
+    """The sender has message ``number`` of a chain the receiver paused (`LivePause`), and did
+    not push it: Plumtree's lazy push (``IHAVE``). A receiver that does not get the message
+    by another path soon resumes the sender."""
+
+    TYPE: ClassVar[MessageType] = MessageType.LIVE_HAVE
+
+    kind: int
+    owner: bytes
+    topic: bytes
+    number: int  # a feed update's index, a topic message's seq
+
+    def __post_init__(self) -> None:
+        n = "LiveHave"
+        _uint(n, "kind", self.kind, _U8)
+        try:
+            _set(self, "kind", StreamKind(self.kind))
+        except ValueError:
+            raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {self.kind}") from None
+        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
+        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _uint(n, "number", self.number, _U64)
+
+
 Message: TypeAlias = (
     Hello
     | Handshake
@@ -973,6 +1030,8 @@ Message: TypeAlias = (
     | LiveInterest
     | FeedPush
     | TopicPush
+    | LivePause
+    | LiveHave
 )
 
 MESSAGE_CLASSES: tuple[type[Message], ...] = (
@@ -1003,6 +1062,8 @@ MESSAGE_CLASSES: tuple[type[Message], ...] = (
     LiveInterest,
     FeedPush,
     TopicPush,
+    LivePause,
+    LiveHave,
 )
 
 

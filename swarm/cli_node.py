@@ -26,9 +26,17 @@ from swarm.cli_common import (
 )
 from swarm.cli_reserve import add_capacity_option, neighbourhood_size
 from swarm.cli_space_args import add_space_node_options, space_config  # spaces (issue 15)
+from swarm.live.config import LiveConfig
+from swarm.live.pruning import DEFAULT_EAGER
 from syncer.verifier import default_workers
 
 __all__ = ["add_node_parser", "cmd_node", "network_range"]
+
+
+def eager_paths(text: str) -> int:
+    if not text.isdigit() or int(text) > 64:
+        raise argparse.ArgumentTypeError(f"expected a number of paths, 0..64, got {text!r}")
+    return int(text)
 
 
 def network_range(text: str) -> str:
@@ -128,6 +136,15 @@ def add_node_parser(sub: Any) -> None:
         "no logs and serves plain streams (for measuring the cost; a verifying peer does not pull from it)",
     )
     add_space_node_options(p)  # spaces (issue 15)
+    p.add_argument(
+        "--live-eager",
+        type=eager_paths,
+        default=DEFAULT_EAGER,
+        metavar="N",
+        help="live propagation: unpaused paths kept per publisher; a peer that only brings repeats of "
+        f"a publisher's messages beyond these is asked to stop pushing them (default {DEFAULT_EAGER}; "
+        "0: never ask, every path pushes everything; docs/live.md)",
+    )
     p.set_defaults(func=cmd_node)
 
 
@@ -152,6 +169,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         **({"capacity": args.capacity} if args.capacity else {}),
         provable_sync=args.provable_sync,
         spaces=space_config(args),  # spaces (issue 15)
+        live=LiveConfig(eager=args.live_eager),
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
     # turn a clean exit into a signal death): the signal receiver of _run_node takes them while

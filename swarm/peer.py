@@ -21,7 +21,9 @@ from streamer.messages import (
     CursorsReply,
     CursorsRequest,
     FeedPush,
+    LiveHave,
     LiveInterest,
+    LivePause,
     Message,
     OfferedHashes,
     Peers,
@@ -51,6 +53,9 @@ log = logging.getLogger(__name__)
 _FROM_UPSTREAM = (ChunkDelivery, OfferedHashes, ProvenOffer, StateReply, CursorsReply, Unsubscribed)
 
 
+LiveMessage = LiveInterest | LivePause | LiveHave | FeedPush | TopicPush
+
+
 class Peer:
     """A live peer: connection, upstream server, pull-sync client, retrieve requests."""
 
@@ -64,7 +69,9 @@ class Peer:
         requests: RequestTable,
         on_retrieve_request: Callable[[Peer, RetrieveRequest], None],
         on_peers: Callable[[Peer, Peers], None],
-        on_live: Callable[[Peer, LiveInterest | FeedPush | TopicPush], None] = lambda peer, msg: None,
+        on_live: Callable[[Peer, LiveInterest | LivePause | FeedPush | TopicPush], None] = lambda peer, msg: (
+            None
+        ),
         retrieve_timeout: float,
         on_push_delivery: Callable[[Peer, PushDelivery], None] | None = None,
     ) -> None:
@@ -94,6 +101,8 @@ class Peer:
             LiveInterest: lambda msg: on_live(self, msg),  # live propagation (swarm.live)
             FeedPush: lambda msg: on_live(self, msg),
             TopicPush: lambda msg: on_live(self, msg),
+            LivePause: lambda msg: on_live(self, msg),
+            LiveHave: lambda msg: on_live(self, msg),
         }
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""Hypothesis strategies and golden frames of the live-propagation messages (0x40..0x42), merged
+"""Hypothesis strategies and golden frames of the live-propagation messages (0x40..0x44), merged
 into tests/test_messages.py's STRATEGIES and tests/test_codec.py's GOLDEN."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from streamer.messages import (
     MAX_TOPIC_PAYLOAD,
     FeedPush,
     InterestEntry,
+    LiveHave,
     LiveInterest,
+    LivePause,
     Message,
     StreamKind,
     TopicPush,
@@ -36,9 +38,19 @@ LIVE_STRATEGIES: dict[type, st.SearchStrategy] = {
         st.binary(min_size=65, max_size=65),
         st.binary(max_size=MAX_TOPIC_PAYLOAD),
     ),
+    LivePause: st.builds(
+        LivePause, st.sampled_from(list(StreamKind)), owners, topics, st.sampled_from([0, 1])
+    ),
+    LiveHave: st.builds(LiveHave, st.sampled_from(list(StreamKind)), owners, topics, u64),
 }
 
-LIVE_TYPE_CODES = {"LiveInterest": 0x40, "FeedPush": 0x41, "TopicPush": 0x42}
+LIVE_TYPE_CODES = {
+    "LiveInterest": 0x40,
+    "FeedPush": 0x41,
+    "TopicPush": 0x42,
+    "LivePause": 0x43,
+    "LiveHave": 0x44,
+}
 
 # (message, frame in hex): the layouts of docs/protocol.md section 5.11, byte for byte.
 LIVE_GOLDEN: list[tuple[Message, str]] = [
@@ -58,5 +70,13 @@ LIVE_GOLDEN: list[tuple[Message, str]] = [
         + " 5c19adc000000001 0000000000000000 0000000000000009"
         + " 33" * 65
         + " 6869",
+    ),
+    (
+        LivePause(2, b"\x11" * 20, b"\x22" * 32, 1),
+        "00000037 43 02" + " 11" * 20 + " 22" * 32 + " 01",
+    ),
+    (
+        LiveHave(1, b"\x11" * 20, b"\x22" * 32, 7),
+        "0000003e 44 01" + " 11" * 20 + " 22" * 32 + " 0000000000000007",
     ),
 ]

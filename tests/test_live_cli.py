@@ -41,6 +41,7 @@ def statistics(table: LossTable) -> LiveStatistics:
         bytes_received=1000,
         bytes_accepted=400,
         forwarded=8,
+        pruned=5,
         dropped=1,
         published=2,
         followers=1,
@@ -49,6 +50,14 @@ def statistics(table: LossTable) -> LiveStatistics:
         detectors=window,
         receivers=window,
         interest={"followed": 1, "relayed": 0, "peers": 2, "ignored": 0},
+        pruning={
+            "chains": 1,
+            "paused_here": 1,
+            "paused_by_peers": 0,
+            "pauses_sent": 2,
+            "resumes_sent": 1,
+            "ignored": 0,
+        },
     )
 
 

@@ -217,3 +217,5 @@ def test_detector_matches_the_model(events: list[tuple[int | None, int]], max_ga
         if expected in ("invalid", "mismatch"):
             assert detector.gaps == before
         assert detector.closed_gaps() == model.runs()
+        for n in range(0, 43):
+            assert detector.seen(n) == (model.started and not model.is_unseen(n))

@@ -22,11 +22,11 @@ from streamer.errors import RemoteProtocolError
 from streamer.messages import FeedPush, TopicPush
 from swarm.live.config import LiveConfig
 from swarm.live.events import AdvisoryEvent, FollowStarted, LiveEvent, LossNotice, TopicMessage, UpdateShown
+from swarm.live.flood import INVALID_BUDGET
 from swarm.live.follower import FeedFollower, FollowerConfig
 from swarm.live.loss import LOCAL
 from swarm.live.messages import Stream, make_topic_push
 from swarm.live.seqno import PublisherSequence, Status
-from swarm.live.service import INVALID_BUDGET
 from swarm.node import Node
 from swarm.testing import node_config, start_node, wait_for
 
@@ -47,7 +47,7 @@ def update(index: int, text: str | None = None) -> bytes:
 
 @asynccontextmanager
 async def line(
-    tmp_path: Path, count: int, *, extra_links: tuple[tuple[int, int], ...] = ()
+    tmp_path: Path, count: int, *, extra_links: tuple[tuple[int, int], ...] = (), live: LiveConfig = FAST
 ) -> AsyncIterator[list[Node]]:
     """Nodes 0 - 1 - ... - count-1 in a line (plus ``extra_links``), no gossip."""
     async with trio.open_nursery() as nursery:
@@ -55,7 +55,7 @@ async def line(
         for i in range(count):
             peers = [("127.0.0.1", nodes[i - 1].p2p_port)] if i else []
             peers += [("127.0.0.1", nodes[a].p2p_port) for a, b in extra_links if b == i]
-            config = node_config(tmp_path / f"n{i}", peers=peers, gossip=False, api_port=None, live=FAST)
+            config = node_config(tmp_path / f"n{i}", peers=peers, gossip=False, api_port=None, live=live)
             nodes.append(await start_node(nursery, config))
         expected = [1 if i in (0, count - 1) else 2 for i in range(count)]
         for a, b in extra_links:

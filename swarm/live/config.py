@@ -9,6 +9,7 @@ from typing import Any
 from swarm.live.detector import DEFAULT_MAX_GAPS
 from swarm.live.follower import FollowerConfig
 from swarm.live.links import DEFAULT_LINK_CAPACITY
+from swarm.live.pruning import DEFAULT_EAGER
 from swarm.live.relay import DEFAULT_SKEW
 from swarm.live.window import MIB, GenerationWindow
 
@@ -25,6 +26,7 @@ class LiveConfig:
     max_gaps: int = DEFAULT_MAX_GAPS
     skew: float = DEFAULT_SKEW
     link_capacity: int = DEFAULT_LINK_CAPACITY
+    eager: int = DEFAULT_EAGER  # unpaused carriers kept per chain (swarm.live.pruning); 0: no pruning
     subscriber_backlog: int = 256
     advisory_interval: float = 1.0
     tick: float = 0.25

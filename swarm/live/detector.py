@@ -28,7 +28,7 @@ numbering rules is counted and its message dropped (`swarm.live.relay`).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 __all__ = ["DEFAULT_MAX_GAPS", "INFINITY", "DuplicateDetector", "GapMismatch", "InvalidNumbering"]
 
@@ -73,6 +73,13 @@ class DuplicateDetector:
     def latest(self) -> int | None:
         """The highest number seen (the last gap's lower bound), None before the first message."""
         return self._lowers[-1] if self._lowers else None
+
+    def seen(self, number: int) -> bool:
+        """Whether ``number`` counts as seen: at or below the latest and in no gap (nothing is
+        seen before the first message)."""
+        lowers = self._lowers
+        k = bisect_left(lowers, number)  # gaps[:k] start below the number
+        return bool(lowers) and (k == 0 or number > self._uppers[k - 1])
 
     def __len__(self) -> int:
         """How many gaps (the open-ended last one included)."""

@@ -4,7 +4,8 @@ The relay path never waits: pushing a message to a peer appends it to that peer'
 (a full queue drops it, counted: the peers it was meant for will find the gap and retrieve it).
 One task per peer sends what is queued through the connection's outbox (live priority), and
 before that the peer's pending interest announcements, computed when they are sent, so that a
-burst of interest changes goes out as one `LiveInterest`.
+burst of interest changes goes out as one `LiveInterest`, then the pauses and resumes for it
+and the announcements of what it paused (`LivePause`, `LiveHave`: `swarm.live.pruning`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Protocol
 import trio
 
 from streamer.connection import PeerConnection
-from streamer.messages import FeedPush, LiveInterest, TopicPush
+from streamer.messages import FeedPush, LiveHave, LiveInterest, LivePause, TopicPush
 from streamer.outbox import Priority
 from swarm.live.interest import InterestTable
 
@@ -45,6 +46,8 @@ class PeerLink:
         self._interest = interest
         self.capacity = capacity
         self._queue: deque[FeedPush | TopicPush] = deque()
+        self._pauses: dict[tuple[int, bytes, bytes], LivePause] = {}  # per chain, the latest word
+        self._haves: deque[LiveHave] = deque()
         self._wake = trio.Event()
         self.sent = 0
         self.dropped = 0
@@ -55,6 +58,23 @@ class PeerLink:
             self.dropped += 1
             return False
         self._queue.append(msg)
+        self._wake.set()
+        return True
+
+    def pause(self, msg: LivePause) -> None:
+        """Queue a pause or resume for the peer, ahead of the pushes; a later word for the same
+        chain replaces one not sent yet (so the queue holds at most one per chain)."""
+        self._pauses[(msg.kind, msg.owner, msg.topic)] = msg
+        self._wake.set()
+
+    def have(self, msg: LiveHave) -> bool:
+        """Queue the announcement of a message not pushed because the peer paused its chain
+        (each one: a lost message must be noticed whatever came after it); False if the queue
+        is full (as `push`)."""
+        if len(self._haves) >= self.capacity:
+            self.dropped += 1
+            return False
+        self._haves.append(msg)
         self._wake.set()
         return True
 
@@ -76,6 +96,11 @@ class PeerLink:
                 entries = self._interest.announcements(self.overlay)
                 if entries:
                     await conn.send(LiveInterest(tuple(entries)), Priority.LIVE)
-            while self._queue:
-                await conn.send(self._queue.popleft(), Priority.LIVE)
-                self.sent += 1
+            while self._pauses and not conn.closed:
+                await conn.send(self._pauses.pop(next(iter(self._pauses))), Priority.LIVE)
+            while self._queue or self._haves:
+                if self._queue:
+                    await conn.send(self._queue.popleft(), Priority.LIVE)
+                    self.sent += 1
+                if self._haves:
+                    await conn.send(self._haves.popleft(), Priority.LIVE)

@@ -23,10 +23,11 @@ def live_families(live: LiveStatistics) -> Iterator[Metric]:
     messages = CounterMetricFamily(
         "swarm_live_messages",
         "live messages: received (pushed to this node or published here, repeats included), accepted "
-        "(new), forwarded (queued to peers), dropped (a peer's queue was full), published (here)",
+        "(new), forwarded (queued to peers), pruned (not pushed: the peer paused the chain), dropped "
+        "(a peer's queue was full), published (here)",
         labels=["outcome"],
     )
-    for outcome in ("received", "accepted", "forwarded", "dropped", "published"):
+    for outcome in ("received", "accepted", "forwarded", "pruned", "dropped", "published"):
         messages.add_metric([outcome], getattr(live, outcome))
     yield messages
     payload = CounterMetricFamily(
@@ -58,6 +59,23 @@ def live_families(live: LiveStatistics) -> Iterator[Metric]:
     for kind in ("followed", "relayed", "peers"):
         interest.add_metric([kind], live.interest[kind])
     yield interest
+    yield from _pruning_families(live.pruning)
+
+
+def _pruning_families(pruning: dict[str, int]) -> Iterator[Metric]:
+    paused = GaugeMetricFamily(
+        "swarm_live_paused",
+        "chains paused on a link: here (this node paused a peer's pushes), by_peers (peers paused ours)",
+        labels=["side"],
+    )
+    paused.add_metric(["here"], pruning["paused_here"])
+    paused.add_metric(["by_peers"], pruning["paused_by_peers"])
+    words = CounterMetricFamily(
+        "swarm_live_pause_messages", "LivePause messages sent: pauses and resumes", labels=["word"]
+    )
+    words.add_metric(["pause"], pruning["pauses_sent"])
+    words.add_metric(["resume"], pruning["resumes_sent"])
+    yield from (paused, words)
 
 
 def _loss_families(live: LiveStatistics) -> Iterator[Metric]:

@@ -161,5 +161,10 @@ class Relay:
         self._evidence(address, held, msg.data)
         return True
 
+    def seen(self, chain: Chain, number: int) -> bool:
+        """Whether message ``number`` of ``chain`` was seen here (as far as the window remembers)."""
+        detector = self.detectors.get(chain)
+        return detector is not None and detector.seen(number)
+
     def rotate(self, now: float) -> bool:
         return self.detectors.rotate_if_due(now)

@@ -51,6 +51,7 @@ def loss_document(overlay: bytes, live: LiveStatistics) -> dict[str, Any]:
             "bytes_received": live.bytes_received,
             "bytes_accepted": live.bytes_accepted,
             "forwarded": live.forwarded,
+            "pruned": live.pruned,
             "dropped": live.dropped,
             "published": live.published,
         },
@@ -59,6 +60,7 @@ def loss_document(overlay: bytes, live: LiveStatistics) -> dict[str, Any]:
         "advisories": live.advisories,
         "windows": {"detectors": asdict(live.detectors), "receivers": asdict(live.receivers)},
         "interest": live.interest,
+        "pruning": live.pruning,
     }
 
 
@@ -85,7 +87,8 @@ def loss_text(doc: dict[str, Any]) -> str:
     ratio = traffic["received"] / traffic["accepted"] if traffic["accepted"] else 0.0
     head = (
         f"node {doc['overlay'][:16]}  live: {traffic['accepted']} new of {traffic['received']} received "
-        f"({ratio:.2f} per new), {traffic['forwarded']} forwarded, {traffic['dropped']} dropped, "
+        f"({ratio:.2f} per new), {traffic['forwarded']} forwarded, {traffic['pruned']} pruned, "
+        f"{traffic['dropped']} dropped, "
         f"{doc['followers']} followers, {doc['subscribers']} subscribers, {doc['advisories']} advisories"
     )
     return head + "\n" + (table(headers, rows) if rows else "no live messages seen yet")

@@ -39,6 +39,7 @@ class LiveStatistics:
     bytes_received: int
     bytes_accepted: int
     forwarded: int  # messages queued to peers
+    pruned: int  # pushes not sent: the peer paused the chain (swarm.live.pruning)
     dropped: int  # messages not queued: the peer's queue was full
     published: int
     followers: int
@@ -47,3 +48,4 @@ class LiveStatistics:
     detectors: WindowStatistics
     receivers: WindowStatistics
     interest: dict[str, int]
+    pruning: dict[str, int]

@@ -28,16 +28,18 @@ import trio
 
 from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
-from streamer.errors import RemoteProtocolError
-from streamer.messages import FeedPush, GoodbyeCode, LiveInterest, StreamKind, TopicPush
+from streamer.messages import FeedPush, LiveHave, LiveInterest, LivePause, StreamKind, TopicPush
 from swarm.live.accounting import LossAccounting
 from swarm.live.config import LiveConfig
 from swarm.live.consumers import LocalConsumers
+from swarm.live.flood import FloodGuard
 from swarm.live.follower import FeedFollower
 from swarm.live.interest import InterestTable
 from swarm.live.links import LivePeer, PeerLink
 from swarm.live.loss import LOCAL
 from swarm.live.messages import InvalidLiveMessage, Stream, make_topic_push
+from swarm.live.paths import PushPaths
+from swarm.live.pruning import Pruning
 from swarm.live.receiver import TopicReceiver
 from swarm.live.relay import Judgement, Outcome, Relay, detector_bytes
 from swarm.live.results import Equivocation, LiveStatistics, Published
@@ -50,10 +52,6 @@ from swarm.retrieval import ChunkUnavailable
 __all__ = ["LiveService"]
 
 log = logging.getLogger(__name__)
-
-INVALID_BUDGET = 64
-INVALID_WINDOW = 10.0
-"""A peer may push at most INVALID_BUDGET invalid messages per INVALID_WINDOW seconds."""
 
 
 class LiveService:
@@ -101,6 +99,7 @@ class LiveService:
         self._saved_frame = load_frame()
         self.publisher = PublisherSequence(min_frame=self._saved_frame + 1)
         self._links: dict[bytes, PeerLink] = {}
+        self.paths = PushPaths(Pruning(eager=config.eager), self._links, self.relay.seen, wall)
         self.consumers = LocalConsumers(
             interest=self.interest,
             interest_changed=self._interest_changed,
@@ -111,7 +110,7 @@ class LiveService:
             wall=wall,
         )
         self._invalid_logged = LogBudget()
-        self._invalid: dict[bytes, tuple[float, int]] = {}  # peer -> (window start, invalid in it)
+        self._flood = FloodGuard()
         self.forwarded = 0
         self.dropped = 0
         self.published = 0
@@ -130,6 +129,7 @@ class LiveService:
         self.relay.rotate(now)
         self.receiver.states.rotate_if_due(now)
         self.accounting.flush(now)
+        self.paths.tick(now)
         self.loss.set(LOCAL, "gaps_open", self.consumers.open_gaps(), now)
 
     # -- peers ---------------------------------------------------------------------------------
@@ -141,39 +141,33 @@ class LiveService:
         link.interest_changed()
 
     def peer_disconnected(self, peer: LivePeer) -> None:
-        self._invalid.pop(peer.overlay, None)
+        self._flood.forget(peer.overlay)
         if self._links.get(peer.overlay) is not None and self._links[peer.overlay].peer is peer:
             del self._links[peer.overlay]
             self.interest.remove_peer(peer.overlay)
             self._interest_changed()
+            self.paths.peer_gone(peer.overlay)
 
     def _interest_changed(self) -> None:
         for link in self._links.values():
             if self.interest.pending(link.overlay):
                 link.interest_changed()
 
-    def on_message(self, peer: LivePeer, msg: LiveInterest | FeedPush | TopicPush) -> None:
+    def on_message(
+        self, peer: LivePeer, msg: LiveInterest | LivePause | LiveHave | FeedPush | TopicPush
+    ) -> None:
         """A live message from a peer; never blocks. A forged or malformed message is dropped by
-        itself; only a flood of them (over INVALID_BUDGET in INVALID_WINDOW seconds: each costs a
-        signature check) drops the peer, as OVERLOADED."""
+        itself; only a flood of them (`swarm.live.flood`) drops the peer, as OVERLOADED."""
         if isinstance(msg, LiveInterest):
             self.interest.announced(peer.overlay, msg.entries)
             self._interest_changed()
             return
+        if isinstance(msg, LivePause | LiveHave):
+            self.paths.on_word(peer.overlay, msg)
+            return
         judgement, _ = self._receive(msg, peer.overlay)
         if judgement.outcome is Outcome.INVALID:
-            self._count_invalid(peer.overlay)
-
-    def _count_invalid(self, peer: bytes) -> None:
-        now = trio.current_time()
-        start, count = self._invalid.get(peer, (now, 0))
-        if now - start >= INVALID_WINDOW:
-            start, count = now, 0
-        self._invalid[peer] = (start, count + 1)
-        if count + 1 > INVALID_BUDGET:
-            raise RemoteProtocolError(
-                f"live flood: {count + 1} invalid messages in {INVALID_WINDOW:g}s", GoodbyeCode.OVERLOADED
-            )
+            self._flood.invalid(peer.overlay, trio.current_time())
 
     # -- the relay path ------------------------------------------------------------------------
 
@@ -188,6 +182,8 @@ class LiveService:
                 judgement.reason,
                 self._invalid_logged.note(),
             )
+        if peer is not None and judgement.outcome in (Outcome.NEW, Outcome.REPEAT):
+            self.paths.judged(msg, peer, judgement.outcome is Outcome.NEW)
         if judgement.outcome is not Outcome.NEW:
             return judgement, 0
         if judgement.update is not None:
@@ -201,6 +197,8 @@ class LiveService:
         queued = 0
         for target in self.interest.targets(stream, peer):
             link = self._links.get(target)
+            if link is not None and self.paths.left_out(target, link, msg):
+                continue
             if link is not None and link.push(msg):
                 queued += 1
             else:
@@ -287,6 +285,7 @@ class LiveService:
             bytes_received=relay.bytes_received,
             bytes_accepted=relay.bytes_accepted,
             forwarded=self.forwarded,
+            pruned=self.paths.pruned,
             dropped=self.dropped,
             published=self.published,
             followers=self.consumers.followers,
@@ -295,4 +294,5 @@ class LiveService:
             detectors=relay.detectors.statistics(),
             receivers=self.receiver.states.statistics(),
             interest=self.interest.statistics(),
+            pruning=self.paths.statistics(),
         )
