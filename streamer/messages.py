@@ -840,6 +840,18 @@ class StreamKind(enum.IntEnum):
     TOPIC = 2
 
 
+def _check_stream_fields(n: str, msg: Any) -> None:
+    """Check (and normalise) the ``kind``, ``owner`` and ``topic`` that name a live stream or
+    chain: in `InterestEntry`, `LivePause` and `LiveHave` alike."""
+    _uint(n, "kind", msg.kind, _U8)
+    try:
+        _set(msg, "kind", StreamKind(msg.kind))
+    except ValueError:
+        raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {msg.kind}") from None
+    _set(msg, "owner", _bytes(n, "owner", msg.owner, OWNER_SIZE))
+    _set(msg, "topic", _bytes(n, "topic", msg.topic, TOPIC_SIZE))
+
+
 @dataclass(frozen=True, slots=True)
 class InterestEntry:
     """One stream a peer wants pushed to it, and how many hops away its nearest follower is.
@@ -855,13 +867,7 @@ class InterestEntry:
 
     def __post_init__(self) -> None:
         n = "InterestEntry"
-        _uint(n, "kind", self.kind, _U8)
-        try:
-            _set(self, "kind", StreamKind(self.kind))
-        except ValueError:
-            raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {self.kind}") from None
-        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
-        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _check_stream_fields(n, self)
         _uint(n, "hops", self.hops, _U8)
 
 
@@ -966,13 +972,7 @@ class LivePause:
 
     def __post_init__(self) -> None:
         n = "LivePause"
-        _uint(n, "kind", self.kind, _U8)
-        try:
-            _set(self, "kind", StreamKind(self.kind))
-        except ValueError:
-            raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {self.kind}") from None
-        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
-        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _check_stream_fields(n, self)
         if self.paused not in (0, 1):
             raise MessageError(f"{n}.paused must be 0 (resume) or 1 (pause), got {self.paused!r}")
 
@@ -992,13 +992,7 @@ class LiveHave:
 
     def __post_init__(self) -> None:
         n = "LiveHave"
-        _uint(n, "kind", self.kind, _U8)
-        try:
-            _set(self, "kind", StreamKind(self.kind))
-        except ValueError:
-            raise MessageError(f"{n}.kind must be 1 (feed) or 2 (topic), got {self.kind}") from None
-        _set(self, "owner", _bytes(n, "owner", self.owner, OWNER_SIZE))
-        _set(self, "topic", _bytes(n, "topic", self.topic, TOPIC_SIZE))
+        _check_stream_fields(n, self)
         _uint(n, "number", self.number, _U64)
 
 
