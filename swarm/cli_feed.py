@@ -5,8 +5,9 @@ bytes (text is hashed as bee-js does; 64 hex characters are taken as they are). 
 single-owner chunk at a deterministic address, so any node can find the latest one.
 
 - ``swarm feed key new [--out FILE]``: a new key file (owner-only), prints the owner address;
-- ``swarm feed update --key FILE --topic TOPIC (FILE | --ref REF)``: uploads the file (or takes a
+- ``swarm feed update --key KEYFILE TOPIC (FILE | --ref REF)``: uploads the file (or takes a
   reference) and writes the next update, pointing at it (Bee's v1 update, as bee-js writes);
+  ``--topic TOPIC`` is still taken in place of the first argument;
 - ``swarm feed get OWNER TOPIC [--index N] [-o FILE]``: the content of the latest update (or of
   update N);
 - ``swarm feed history OWNER TOPIC [--json]``: every update, with its index, time and reference;
@@ -110,29 +111,48 @@ def _latest(client: Any, api: str, owner: bytes, topic: bytes) -> tuple[int | No
     return int(response.headers["swarm-feed-index"], 16), int(response.headers["swarm-feed-index-next"], 16)
 
 
+def update_target(args: argparse.Namespace) -> tuple[bytes, str | None]:
+    """The topic and the file of ``swarm feed update``: ``TOPIC [FILE]``, or ``--topic TOPIC
+    [FILE]`` as earlier versions took it; exactly one of a FILE and ``--ref``."""
+    given = [word for word in (args.topic, args.file) if word is not None]
+    if args.topic_option is not None:
+        topic, rest = args.topic_option, given
+    elif given:
+        topic, rest = given[0], given[1:]
+    else:
+        raise CliError("swarm feed update: give the feed's TOPIC (text, or 64 hex characters)")
+    if len(rest) > 1:
+        raise CliError(f"swarm feed update: the TOPIC is given twice ({args.topic_option!r} and {rest[0]!r})")
+    file = rest[0] if rest else None
+    if (file is None) == (args.ref is None):
+        raise CliError("swarm feed update: give a FILE to upload or --ref REF (one of them)")
+    return _topic(topic), file
+
+
 def cmd_update(args: argparse.Namespace) -> int:
     from localstore.feeds import make_update_v1
 
+    topic, file = update_target(args)
     key = _load_key(args.key)
     api = target_api(args)
     with _client() as client:
         reference = args.ref
         if reference is None:
             try:
-                body = Path(args.file).read_bytes()
+                body = Path(str(file)).read_bytes()
             except OSError as exc:
-                raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
+                raise CliError(f"cannot read {file}: {exc.strerror}") from None
             response = _call(client, "POST", f"{api}/bytes", content=body)
             if response.status_code != 201:
                 raise CliError(f"upload failed ({response.status_code}): {response_message(response)}")
             reference = bytes.fromhex(response.json()["reference"])
-        _, index = _latest(client, api, key.owner, args.topic) if args.index is None else (None, args.index)
-        soc = make_update_v1(key, args.topic, index, reference, int(time.time()))
+        _, index = _latest(client, api, key.owner, topic) if args.index is None else (None, args.index)
+        soc = make_update_v1(key, topic, index, reference, int(time.time()))
         url = f"{api}/soc/{key.owner.hex()}/{soc.id.hex()}"
         response = _call(client, "POST", url, params={"sig": soc.signature.hex()}, content=soc.wrapped)
         if response.status_code != 201:
             raise CliError(f"update {index} refused ({response.status_code}): {response_message(response)}")
-    print(f"update {index} of {key.owner.hex()}/{args.topic.hex()} -> {reference.hex()}")
+    print(f"update {index} of {key.owner.hex()}/{topic.hex()} -> {reference.hex()}")
     return 0
 
 
@@ -231,10 +251,12 @@ def add_feed_parser(sub: Any) -> None:
 
     update = commands.add_parser("update", help="write the next update of your feed")
     update.add_argument("--key", type=Path, required=True, help="your key file (swarm feed key new)")
-    update.add_argument("--topic", type=_topic, required=True, help="text, or 64 hex characters")
-    what = update.add_mutually_exclusive_group(required=True)
-    what.add_argument("file", nargs="?", help="a file to upload and point the update at")
-    what.add_argument("--ref", type=_reference, help="point the update at this reference instead")
+    update.add_argument("topic", nargs="?", metavar="TOPIC", help="text, or 64 hex characters")
+    update.add_argument("file", nargs="?", metavar="FILE", help="a file to upload and point the update at")
+    update.add_argument("--ref", type=_reference, help="point the update at this reference instead of a FILE")
+    update.add_argument(
+        "--topic", dest="topic_option", metavar="TOPIC", help="the TOPIC, as an option (the older spelling)"
+    )
     update.add_argument("--index", type=int, help="write this index (default: the one after the latest)")
     add_target_options(update)
     update.set_defaults(func=cmd_update)

@@ -93,7 +93,7 @@ def test_a_feed_updated_at_one_node_is_read_everywhere_and_lands_in_its_neighbou
             path.write_bytes(content)
             api = nodes[0].api
             key = str(key_file)
-            line = swarm_cli("feed", "update", "--key", key, "--topic", "pages", str(path), "--api", api)
+            line = swarm_cli("feed", "update", "--key", key, "pages", str(path), "--api", api)
             assert line.startswith(f"update {i} ")
         for node in nodes[1:]:
             got = swarm_cli("feed", "get", owner, "pages", "--api", node.api)
