@@ -132,8 +132,10 @@ class HostilePeer:
 
     @functools.cached_property
     def chunks(self) -> list[Chunk]:
-        """Chunks only this peer knows, in its FORGED_BIN, one use each."""
-        return chunks_in_bin(self.overlay, FORGED_BIN, 9, seed=103)
+        """Chunks only this peer knows, in its FORGED_BIN, one use each. Seeded by the overlay:
+        with one seed for all, two peers whose overlays share their first 6 bits (1 in 64) drew
+        the same chunks, so one liar's absent chunks were another's honestly delivered ones."""
+        return chunks_in_bin(self.overlay, FORGED_BIN, 9, seed=int.from_bytes(self.overlay[:8]))
 
     async def greet(self) -> bytes:
         """The raw greeting: read the target's Hello (it sends it first, unasked), answer with ours;
