@@ -212,11 +212,15 @@ class PullSyncClient:
                 await self._ask_state(bin, size)
 
     async def _ask_state(self, bin: int, size: int) -> StateEvent:
-        request = self.session.request_state(bin, size)
+        """Ask for the state of ``bin`` at ``size`` and wait for the answer; if a request of a
+        sync cancelled meanwhile still waits for its reply (one per bin), wait for that reply
+        instead (the caller asks again if it is not the state it needs)."""
+        logs = self.session.logs
         send, receive = trio.open_memory_channel[StateEvent](1)
         self._state_waiters[bin] = send
         try:
-            await self.conn.send(request, Priority.RETRIEVAL)
+            if logs is None or not logs.asking(bin):
+                await self.conn.send(self.session.request_state(bin, size), Priority.RETRIEVAL)
             timeout = self.config.cursor_timeout
             with trio.move_on_after(timeout):
                 return await receive.receive()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from localstore import Chunk
 from streamer.errors import RemoteProtocolError
@@ -23,6 +24,7 @@ from streamer.messages import (
     GoodbyeCode,
     Message,
     OfferedHashes,
+    StateRequest,
     Subscribe,
     Unsubscribe,
     Unsubscribed,
@@ -32,10 +34,16 @@ from streamer.outbox import Priority
 from streamer.requests import RetrieveFailed
 from swarm.testing import random_chunks
 from syncer.intake import ChunkIntake
+from syncer.proof_store import ProofStore
+from syncer.provable import ProvenLogs
+from syncer.proving import state_reply
 from syncer.pull_config import PullerConfig
 from syncer.pullsync import PullSyncClient
 from syncer.stats import PeerStats
+from syncer.takeover import Verifying
 from syncer.transfers import Transfers
+from tests.test_receipts import DOWN_SIGNER, DictState
+from tests.test_session_proofs import BIN, OVERLAY, UP, make_log, signed
 
 EPOCH = 1_700_000_000
 # bin 0 of every upstream here (their overlays start with a 0 bit, these chunks with a 1)
@@ -106,6 +114,7 @@ async def rig(
     transfers: Transfers | None = None,
     fetch: Callable[[bytes], Awaitable[bytes]] | None = None,
     config: PullerConfig | None = None,
+    verifying: Verifying | None = None,
 ) -> AsyncIterator[Rig]:
     store = store or MemoryStore()
     transfers = transfers or Transfers()
@@ -126,6 +135,7 @@ async def rig(
             fetch=fetch or no_fetch,
             completed=lambda bin, start, end: completed.append((bin, start, end)),
             config=config or PullerConfig(batch_timeout=2.0, cursor_timeout=1.0),
+            verifying=verifying,
         )
         nursery.start_soon(client.deliveries.run)
         yield Rig(client, conn, store, transfers, completed, stats)
@@ -255,3 +265,33 @@ async def test_a_peer_that_leaves_owes_its_chunk_and_another_offerer_is_asked_di
         assert fetched == [CHUNKS[0].address] and store.has(CHUNKS[0].address)
         assert b.completed == [(0, 1, 1)] and a.completed == []
         assert a.stats["missing"] == 1
+
+
+async def test_a_sync_cancelled_while_its_state_request_waits_leaves_the_next_one_to_take_the_reply() -> None:
+    """Verifying: a historical sync first asks for the upstream's state at its end. Cancelled
+    before the reply (the puller restarts a bin's syncs when the depth changes), it leaves the
+    request outstanding (one per bin); the next sync of the bin takes that reply instead of
+    asking again (which the session refuses), then subscribes."""
+    log = make_log(5)
+    logs = ProvenLogs(OVERLAY, UP.public_key, EPOCH)
+    verifying = Verifying(logs, DOWN_SIGNER, ProofStore(DictState()))
+    async with rig(overlay=OVERLAY, verifying=verifying) as r:
+        await cursors(r, (0, 0, 0, 5))
+        first = trio.CancelScope()
+
+        async def first_sync() -> None:
+            with first:
+                await r.client.sync(BIN, False, 1, 5)
+
+        r.conn.nursery.start_soon(first_sync)
+        request = await r.conn.next()
+        assert isinstance(request, StateRequest) and (request.bin, request.size) == (BIN, 5)
+        first.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        r.conn.nursery.start_soon(r.client.sync, BIN, False, 1, 5)
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(trio.WouldBlock):  # it asked nothing new: it waits for the reply
+            r.conn.sent.receive_nowait()
+        await r.client.receive(state_reply(log, request, signed(log, 5)))
+        assert await r.conn.next() == Subscribe(BIN, False, 1, 5)
+        assert logs.holds(BIN, 5, frontier=False)
