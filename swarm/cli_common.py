@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,16 +36,20 @@ def port_number(text: str) -> int:
     return int(text)
 
 
-def mebibytes(text: str) -> int:
-    if not text.isdigit() or int(text) > 2**20:
-        raise argparse.ArgumentTypeError(f"expected a size in MiB, 0..1048576, got {text!r}")
-    return int(text)
+def int_in(what: str, low: int, high: int, shown: str | None = None) -> Callable[[str], int]:
+    """An argparse type: a decimal integer in ``low..high`` (``shown``: how to print ``high``),
+    else one line naming ``what`` was expected."""
+
+    def parse(text: str) -> int:
+        if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(f"expected {what}, {low}..{shown or high}, got {text!r}")
+        return int(text)
+
+    return parse
 
 
-def worker_count(text: str) -> int:
-    if not text.isdigit() or int(text) > 8:
-        raise argparse.ArgumentTypeError(f"expected a number of worker processes, 0..8, got {text!r}")
-    return int(text)
+mebibytes = int_in("a size in MiB", 0, 2**20)
+worker_count = int_in("a number of worker processes", 0, 8)
 
 
 def positive_seconds(text: str) -> float:

@@ -4,19 +4,15 @@ the commands themselves are in `swarm.cli_live`."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from swarm.cli_common import add_target_options
+from swarm.cli_common import add_target_options, int_in
 from swarm.cli_live import cmd_feed_follow, cmd_feed_publish, cmd_loss, cmd_topic_publish, cmd_topic_subscribe
 
 __all__ = ["add_feed_live_commands", "add_live_parsers"]
 
 
-def _index_arg(text: str) -> int:
-    if not text.isdigit() or int(text) >= 2**64:
-        raise argparse.ArgumentTypeError(f"expected a feed index, 0..2**64-1, got {text!r}")
-    return int(text)
+_index_arg = int_in("a feed index", 0, 2**64 - 1, "2**64-1")
 
 
 def add_feed_live_commands(feed_sub: Any) -> None:

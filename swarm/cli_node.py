@@ -19,6 +19,7 @@ from localstore.cache import DEFAULT_CACHE_BYTES
 from swarm.cli_common import (
     CliError,
     add_suggest_option,
+    int_in,
     mebibytes,
     parse_hostport,
     port_number,
@@ -33,10 +34,7 @@ from syncer.verifier import default_workers
 __all__ = ["add_node_parser", "cmd_node", "network_range"]
 
 
-def eager_paths(text: str) -> int:
-    if not text.isdigit() or int(text) > 64:
-        raise argparse.ArgumentTypeError(f"expected a number of paths, 0..64, got {text!r}")
-    return int(text)
+eager_paths = int_in("a number of paths", 0, 64)
 
 
 def network_range(text: str) -> str:

@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from localstore.capacity import DEFAULT_CAPACITY, parse_capacity
-from swarm.cli_common import CliError, add_target_options, print_json, response_message, target_api
+from swarm.cli_common import CliError, add_target_options, int_in, print_json, response_message, target_api
 
 __all__ = [
     "ReceiptWatch",
@@ -33,10 +33,7 @@ def capacity(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def neighbourhood_size(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise argparse.ArgumentTypeError(f"expected a number of peers, 1..64, got {text!r}")
-    return int(text)
+neighbourhood_size = int_in("a number of peers", 1, 64)
 
 
 def add_capacity_option(p: argparse.ArgumentParser) -> None:

@@ -55,14 +55,19 @@ class PushPaths:
         chain = chain_of(msg)
         self.tell(self.pruning.delivered(chain, peer) if new else self.pruning.repeated(chain, peer))
 
-    def left_out(self, target: bytes, link: PeerLink, msg: FeedPush | TopicPush) -> bool:
-        """Whether ``target`` paused the message's chain: then it is only announced to it."""
+    def push_targets(self, msg: FeedPush | TopicPush, targets: list[bytes]) -> list[bytes]:
+        """The ``targets`` to push ``msg`` to: those that paused its chain are only sent an
+        announcement of it (`LiveHave`)."""
         chain = chain_of(msg)
-        if not self.pruning.paused_by(target, chain):
-            return False
-        link.have(LiveHave(chain.kind, chain.owner, chain.topic, edge_of(msg)[1]))
-        self.pruned += 1
-        return True
+        pushed = []
+        for target in targets:
+            link = self._links.get(target)
+            if link is None or not self.pruning.paused_by(target, chain):
+                pushed.append(target)
+                continue
+            link.have(LiveHave(chain.kind, chain.owner, chain.topic, edge_of(msg)[1]))
+            self.pruned += 1
+        return pushed
 
     def tick(self, now: float) -> None:
         self.tell(self.pruning.due(now, self._seen))

@@ -195,10 +195,8 @@ class LiveService:
 
     def _forward(self, msg: FeedPush | TopicPush, stream: Stream, peer: bytes | None) -> int:
         queued = 0
-        for target in self.interest.targets(stream, peer):
+        for target in self.paths.push_targets(msg, self.interest.targets(stream, peer)):
             link = self._links.get(target)
-            if link is not None and self.paths.left_out(target, link, msg):
-                continue
             if link is not None and link.push(msg):
                 queued += 1
             else:
