@@ -18,7 +18,10 @@ room, both in chunks delivered by pull syncing per second from the first to the 
 ``--part push`` (processes): ``--mib`` MiB uploaded with ``POST /bytes`` to a lone node (every
 chunk its own receipt: storing locally), and to node 0 of six nodes (one under each 3-bit
 prefix but two, neighbourhood size 1), waiting for every receipt: ``push_ratio`` = the swarm's
-upload rate / the lone node's; ``receipts`` are those node 0 received from others.
+upload rate / the lone node's; ``receipts`` are those node 0 received from others (every chunk
+durable: two storers, one not node 0). Then as much again with ``Swarm-Deferred-Upload: true``:
+``deferred_answer_mib_per_s`` to the answer, ``deferred_durable_mib_per_s`` until the tag says
+every chunk is durable.
 
 ``load`` is the 1-minute load average at the start; compare figures with ``python -m benches.bmt``.
 """
@@ -137,6 +140,24 @@ def upload(node: NodeProcess, data: bytes) -> tuple[float, dict[str, Any]]:
     return elapsed, doc
 
 
+def deferred_upload(node: NodeProcess, data: bytes) -> tuple[float, float]:
+    """``Swarm-Deferred-Upload: true``: seconds to the answer, and to every chunk durable (tag)."""
+    started = time.perf_counter()
+    response = httpx.post(
+        f"{node.api}/bytes", content=data, headers={"swarm-deferred-upload": "true"}, timeout=600
+    )
+    answered = time.perf_counter() - started
+    response.raise_for_status()
+    uid = response.json()["tag"]["uid"]
+
+    def durable() -> bool:
+        tag = node.get(f"/tags/{uid}").json()
+        return bool(tag["synced"] == tag["split"])
+
+    poll(durable, timeout=600, interval=0.05)
+    return answered, time.perf_counter() - started
+
+
 def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
     data = random.Random(33).randbytes(mib << 20)
     with NodeProcess(workdir / "lone", extra=PLAIN) as lone:
@@ -152,6 +173,7 @@ def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
         poll(lambda: all(len(n.get("/sync").json()["peers"]) == len(nodes) - 1 for n in nodes), timeout=60)
         swarm_s, doc = upload(nodes[0], data)
         receipts = nodes[0].get("/sync").json()["reserve"]["receipts"]
+        answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
         for node in nodes:
             node.kill()
@@ -162,6 +184,8 @@ def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
         "push_mib_per_s": round(mib / swarm_s, 2),
         "receipts": receipts,
         "push_ratio": round(local_s / swarm_s, 3),
+        "deferred_answer_mib_per_s": round(mib / answered_s, 2),
+        "deferred_durable_mib_per_s": round(mib / durable_s, 2),
     }
 
 

@@ -69,7 +69,9 @@ class Node(Protocol):
     @property
     def store(self) -> ChunkLookup: ...
 
-    def store_chunks(self, chunks: list[Chunk], *, verified: bool = False) -> int: ...
+    async def upload_chunks(
+        self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True
+    ) -> int: ...
 
     @property
     def uploads(self) -> Uploads: ...
@@ -136,7 +138,7 @@ def chunk_routes(node: Node) -> list[Route]:
             chunk = Chunk(bmt_address(data[SPAN_SIZE:], span), data)  # its address is its hash
         else:
             chunk = Chunk.from_soc(parse_soc(data))  # a full single-owner chunk, signature checked
-        node.store_chunks([chunk], verified=True)
+        await node.upload_chunks([chunk], verified=True, wait=not flag(request, "swarm-deferred-upload"))
         return JSONResponse({"reference": chunk.address.hex()}, status_code=201)
 
     async def get_chunk(request: Request) -> Response:

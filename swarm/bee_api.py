@@ -175,7 +175,7 @@ class _ChunkRoutes:
                 chunk = Chunk.from_soc(parse_soc(data))
             except InvalidSoc as exc:
                 raise HttpError(400, str(exc)) from None
-        await self.backend.put_chunks([chunk])
+        await self.backend.put_chunks([chunk], deferred=_flag(request, "swarm-deferred-upload"))
         return _created(chunk.address)
 
     async def get_chunk(self, request: Request) -> Response:
@@ -200,7 +200,8 @@ class _ChunkRoutes:
             soc = soc_from_parts(owner, id, signature, data)
         except InvalidSoc as exc:
             raise HttpError(401, str(exc)) from None
-        await self.backend.put_chunks([Chunk.from_soc(soc)])
+        deferred = _flag(request, "swarm-deferred-upload")
+        await self.backend.put_chunks([Chunk.from_soc(soc)], deferred=deferred)
         return _created(soc.address)
 
     async def get_soc(self, request: Request) -> _Answer:

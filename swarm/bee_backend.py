@@ -39,7 +39,7 @@ class NodeBeeBackend:
         underlays: Callable[[], list[str]],
         get_chunk: Callable[[bytes], Awaitable[Chunk]],
         has_chunk: Callable[[bytes], bool],
-        store_chunks: Callable[[list[Chunk]], object],
+        upload_chunks: Callable[..., Awaitable[object]],
         statistics: Callable[[], NodeStatistics],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -47,7 +47,7 @@ class NodeBeeBackend:
         self._underlays = underlays
         self._get_chunk = get_chunk
         self._has_chunk = has_chunk
-        self._store_chunks = store_chunks
+        self._upload_chunks = upload_chunks
         self._statistics = statistics
         self._clock = clock
         self._rate_sample: tuple[float, int] | None = None  # (when, chunks delivered by sync)
@@ -58,8 +58,8 @@ class NodeBeeBackend:
     def has_chunk(self, address: bytes) -> bool:
         return self._has_chunk(address)
 
-    async def put_chunks(self, chunks: list[Chunk]) -> None:
-        self._store_chunks(chunks)
+    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False) -> None:
+        await self._upload_chunks(chunks, wait=not deferred)
 
     def node_info(self) -> BeeNodeInfo:
         stats = self._statistics()

@@ -81,8 +81,10 @@ class BeeBackend(Protocol):
         """Whether the local store holds the chunk (never asks the network)."""
         ...
 
-    async def put_chunks(self, chunks: list[Chunk]) -> None:
-        """Store chunks a client uploaded (and send them on): each already verified by the route."""
+    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False) -> None:
+        """Store chunks a client uploaded (each already verified by the route) and push them; return
+        once they are durable (two nodes of their neighbourhood signed), or at once if ``deferred``
+        (``Swarm-Deferred-Upload: true``)."""
         ...
 
     def node_info(self) -> BeeNodeInfo: ...

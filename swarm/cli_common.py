@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,14 +53,22 @@ mebibytes = int_in("a size in MiB", 0, 2**20)
 worker_count = int_in("a number of worker processes", 0, 8)
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0.1 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds, 0.1..3600, got {text!r}")
-    return value
+def seconds_in(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: seconds in ``low..high``, else one line saying what was expected."""
+
+    def seconds(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected seconds, {low:g}..{high:g}, got {text!r}")
+        return value
+
+    return seconds
+
+
+positive_seconds = seconds_in(0.1, 3600)
 
 
 def api_get(url: str, path: str) -> Any:

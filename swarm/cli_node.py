@@ -23,6 +23,7 @@ from swarm.cli_common import (
     mebibytes,
     parse_hostport,
     port_number,
+    seconds_in,
     worker_count,
 )
 from swarm.cli_reserve import add_capacity_option, neighbourhood_size
@@ -117,6 +118,15 @@ def add_node_parser(sub: Any) -> None:
         help="tls (default): every connection is TLS 1.3, bound to the peers' identities; plain: no "
         "encryption, for measuring what TLS costs (a plain node only talks to plain nodes)",
     )
+    p.add_argument(
+        "--hedge-after",
+        type=seconds_in(0.01, 10),
+        default=0.5,
+        metavar="S",
+        help="retrieval and push syncing: an attempt silent this long gets a parallel one at the next "
+        "closest peer, the first good answer wins (0.01..10 s; default 0.5, chosen with "
+        "benches.retrieval; raise it on slow links)",
+    )
     add_capacity_option(p)  # issue 17: the reserve
     p.add_argument(
         "--neighbourhood-size",
@@ -164,6 +174,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         channel=args.channel,
         dial_networks=tuple(args.dial_allow),
         neighbourhood_size=args.neighbourhood_size,
+        hedge_after=args.hedge_after,
         **({"capacity": args.capacity} if args.capacity else {}),
         provable_sync=args.provable_sync,
         spaces=space_config(args),  # spaces (issue 15)

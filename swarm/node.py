@@ -127,6 +127,7 @@ class Node:
             lambda: self.sessions.peers.values(),
             hop_limit=config.hop_limit,
             timeout=config.retrieve_timeout,
+            hedge_after=config.hedge_after,
             cache_bytes=config.cache_bytes,
         )
         eth_key = load_or_create_eth_key(self.data_dir)
@@ -135,7 +136,7 @@ class Node:
             underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
             get_chunk=self.retrieval.get,
             has_chunk=self.store.has,
-            store_chunks=partial(self.store_chunks, verified=True),
+            upload_chunks=partial(self.upload_chunks, verified=True),
             statistics=self.statistics,
         )
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
@@ -176,6 +177,7 @@ class Node:
                 store_synced=partial(self.intake.store_many, verified=True),
                 store_uploaded=self._store_uploaded,
                 retrieve=self.retrieval.get,
+                avoidance=self.retrieval.avoidance,
             )
         )
         self.offer_leases = parts.offer_leases
@@ -293,7 +295,12 @@ class Node:
         """Store uploaded chunks through the intake (``verified=True``: their addresses were just
         computed) and push them to their neighbourhoods in the background; returns how many were new.
         Uploaded updates of a feed someone follows are pushed to the followers too (docs/live.md)."""
-        return self.uploads.store_and_push(chunks, verified=verified)
+        return self.uploads.store_and_push(chunks, verified=verified)[0]
+
+    async def upload_chunks(self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True) -> int:
+        """`store_chunks`, then (``wait``) until they are durable: two nodes of their neighbourhood
+        signed for each (swarm/pusher.py); returns how many were new."""
+        return await self.uploads.put(chunks, verified=verified, wait=wait)
 
     def _store_uploaded(self, chunks: list[Chunk], *, verified: bool = True) -> int:
         """An upload's chunks into the store; a followed feed's updates to the followers too."""

@@ -1,20 +1,26 @@
-"""Pusher: an upload's chunks held until a receipt says a node of their neighbourhood stores them.
+"""Pusher: an upload's chunks held until two nodes of their neighbourhood have signed for them.
 
-Every uploaded chunk is stored locally first (so the upload never waits for the network), then:
+Every uploaded chunk is stored locally first (so the upload never waits for its own disk), then
+it is *pending* until it is **durable**: held, each with a signed receipt, by at least two
+distinct nodes of its neighbourhood, at least one of them not this node. A chunk of this node's
+own neighbourhood (``responsible``) counts this node's own receipt as the first; every other
+chunk needs two peers' receipts. A node with no connected peer is a swarm of one: its own copy is
+all there is, and a chunk of its neighbourhood is durable at once; a chunk whose every reachable
+node already signed is durable with what it has (the swarm has fewer nodes). So when
+``POST /bytes`` answers, the uploader may die and nothing is lost.
 
-- a chunk in this node's own neighbourhood (``responsible``) gets this node's own receipt at
-  once: pull syncing spreads it among the neighbours, and it is in the reserve within the radius;
-- any other is *pending*: kept outside the reserve's accounting, never evicted, recorded in the
-  state namespace (``b"push/" + address``, so a restart goes on pushing it), and pushed
-  (swarm/pushsync.py) by `workers` tasks. A push that fails (no answer, a failure, a receipt that
-  proves nothing) is tried again after a delay that doubles up to ``retry_max``, for as long as
-  the node runs. When a valid receipt arrives the chunk stops being pending: it is an ordinary
-  chunk, which the reserve may evict (first, if it lies outside the radius).
+A pending chunk is kept outside the reserve's accounting, never evicted, recorded in the state
+namespace (``b"push/" + address``, with the storers that signed so far, so a restart goes on
+where it was), and pushed (swarm/pushsync.py) by `workers` tasks, each push skipping the storers
+already counted. A push that fails (no answer, a failure, a receipt that proves nothing) is
+tried again after a delay that doubles up to ``retry_max``, for as long as the node runs. Once
+durable the chunk is an ordinary chunk, which the reserve may evict (first, if it lies outside
+the radius).
 
-While an upload is under way all its chunks are held (``uploading``), also the ones that need no
-push, so that eviction cannot take one before the upload is done and pinned if asked. Each upload
-has a `Tag` (Bee's word) counting its chunks as they are split, stored, sent and synced
-(receipted), which ``POST /bytes`` waits on and ``GET /tags/{uid}`` reports.
+While an upload is under way all its chunks are held (``uploading``), also the durable ones, so
+that eviction cannot take one before the upload is done and pinned if asked. Each upload has a
+`Tag` (Bee's word) counting its chunks as they are split, stored, sent and synced (durable),
+which ``POST /bytes`` waits on and ``GET /tags/{uid}`` reports.
 """
 
 from __future__ import annotations
@@ -53,11 +59,13 @@ class PendingState(Protocol):
 
 @dataclass
 class Tag:
-    """The progress of one upload (Bee's tag): chunks split, stored, sent and synced."""
+    """The progress of one upload (Bee's tag): chunks split, seen (already held), stored, sent
+    (pushed at least once) and synced (durable)."""
 
     uid: int
     started: float
     split: int = 0
+    seen: int = 0  # chunks the store already held (uploaded before)
     stored: int = 0
     sent: int = 0
     synced: int = 0
@@ -96,6 +104,15 @@ class _Pending:
     tag: int
     attempts: int = 0
     error: str = ""
+    storers: set[bytes] = field(default_factory=set)  # overlays that signed a receipt for it
+
+
+def _storers_value(storers: set[bytes]) -> bytes:
+    return b"".join(sorted(storers))
+
+
+def _storers_from(value: bytes) -> set[bytes]:
+    return {value[i : i + 32] for i in range(0, len(value) - 31, 32)}
 
 
 class Pusher:
@@ -105,8 +122,9 @@ class Pusher:
         self,
         state: PendingState,
         *,
+        overlay: bytes,
         get_chunk: Callable[[bytes], Chunk],
-        push: Callable[[Chunk], Awaitable[tuple[bytes, PushReceipt]]],
+        push: Callable[..., Awaitable[tuple[bytes, PushReceipt]]],
         responsible: Callable[[bytes], bool],
         has_peers: Callable[[], bool],
         released: Callable[[], None] = lambda: None,
@@ -116,6 +134,7 @@ class Pusher:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._state = state
+        self.overlay = overlay
         self._get_chunk = get_chunk
         self._push = push
         self._responsible = responsible
@@ -126,7 +145,8 @@ class Pusher:
         self.retry_max = retry_max
         self._clock = clock
         self._pending: dict[bytes, _Pending] = {
-            key[len(PENDING_PREFIX) :]: _Pending(0) for key, _ in state.iter_state(PENDING_PREFIX)
+            key[len(PENDING_PREFIX) :]: _Pending(0, storers=_storers_from(value))
+            for key, value in state.iter_state(PENDING_PREFIX)
         }
         self._uploading: dict[bytes, int] = {}  # address -> uploads under way holding it
         self._tags: dict[int, Tag] = {}
@@ -162,22 +182,27 @@ class Pusher:
         return self._tags.get(uid)
 
     def add(self, tag: Tag, addresses: list[bytes]) -> None:
-        """Chunks of ``tag``'s upload were just stored: sign for those of this neighbourhood,
-        queue the others (recorded first, so a restart goes on)."""
+        """Chunks of ``tag``'s upload were just stored: count this node's own receipt for those of
+        its neighbourhood, and queue every chunk not yet durable (recorded first, so a restart
+        goes on)."""
         new = [a for a in dict.fromkeys(addresses) if a not in tag.waiting]
         tag.split += len(new)
         tag.stored += len(new)
         for address in new:
             self._uploading[address] = self._uploading.get(address, 0) + 1
-        to_push = [a for a in new if not self._responsible(a)]
-        self.own_receipts += len(new) - len(to_push)
+        own = {a for a in new if self._responsible(a)}
+        self.own_receipts += len(own)
+        alone = not self._has_peers()
+        to_push = [a for a in new if not (alone and a in own)]  # alone, its own copy is durable
         tag.synced += len(new) - len(to_push)
         fresh = [a for a in to_push if a not in self._pending]
-        self._state.write_state_batch({PENDING_PREFIX + a: b"" for a in fresh})
+        own_value = _storers_value({self.overlay})
+        self._state.write_state_batch({PENDING_PREFIX + a: own_value if a in own else b"" for a in fresh})
         for address in to_push:
             tag.waiting.add(address)
             if address not in self._pending:
-                self._pending[address] = _Pending(tag.uid)
+                storers = {self.overlay} if address in own else set()
+                self._pending[address] = _Pending(tag.uid, storers=storers)
                 self._send.send_nowait(address)
         self.version += 1
         tag._changed()
@@ -234,11 +259,7 @@ class Pusher:
         for tag in self._tags_waiting(address):
             tag.sent += entry.attempts == 1
         try:
-            if not self._has_peers():
-                raise PushFailed("no connected peer")
-            await self._push(chunk)
-        except NoCloserPeer:
-            self.own_receipts += 1  # connected, and no peer is closer: this node is the closest
+            await self._push_until_durable(address, chunk, entry)
         except PushFailed as exc:
             entry.error = str(exc)
             self.failures += 1
@@ -247,9 +268,31 @@ class Pusher:
             heapq.heappush(self._retries, (trio.current_time() + delay, next(self._order), address))
             self._retry_added.set()
             return
-        else:
-            self.receipts += 1
         self._settle(address)
+
+    def durable(self, storers: set[bytes]) -> bool:
+        """Two distinct storers, at least one of them not this node."""
+        return len(storers) >= 2 and any(storer != self.overlay for storer in storers)
+
+    async def _push_until_durable(self, address: bytes, chunk: Chunk, entry: _Pending) -> None:
+        """Push until enough storers signed; raises PushFailed to be tried again later."""
+        while not self.durable(entry.storers):
+            if not self._has_peers():
+                if self.overlay in entry.storers:
+                    return  # alone: this node's own copy is all the swarm has
+                raise PushFailed("no connected peer")
+            try:
+                storer, _ = await self._push(chunk, storers=frozenset(entry.storers))
+            except NoCloserPeer:
+                if not entry.storers:  # connected, and no peer is closer: this node is the closest
+                    self.own_receipts += 1
+                return  # every peer it can reach has signed already: the swarm has no more nodes
+            if storer in entry.storers:
+                raise PushFailed(f"storer {storer.hex()[:12]} signed for {address.hex()[:12]} again")
+            entry.storers.add(storer)
+            self.receipts += 1
+            if not self.durable(entry.storers):
+                self._state.write_state_batch({PENDING_PREFIX + address: _storers_value(entry.storers)})
 
     def _tags_waiting(self, address: bytes) -> list[Tag]:
         return [tag for tag in self._tags.values() if address in tag.waiting]

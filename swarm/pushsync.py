@@ -1,10 +1,13 @@
 """Push syncing: an uploaded chunk carried hop by hop to its neighbourhood, answered by a receipt.
 
-The mirror of retrieval (swarm/retrieval.py): a `PushDelivery` goes to the connected peer closest
-to the chunk's address, and only to a peer strictly closer than this node, so every hop gets
-closer and nothing loops; each node tries up to `attempts` such peers, closest first, within a
-hop limit and a timeout. A node that receives one verifies the chunk (an invalid one drops the
-peer), then either
+The mirror of retrieval (swarm/retrieval.py), with the same rule of whom to ask
+(`swarm.peer_choice`) and the same hedging (`swarm.hedged`): a `PushDelivery` goes to the
+connected peer closest to the chunk's address; a forwarding node sends it only to peers strictly
+closer than itself, so every hop gets closer and nothing loops, while the uploader may also send
+it to a farther peer (to reach a second storer in a small swarm), never to a storer that already
+signed for the chunk, and counts a receipt from one of those again as a miss. A miss moves on to
+the next peer; a silent one gets a parallel attempt after ``hedge_after``. A node that receives
+a push verifies the chunk (an invalid one drops the peer), then either
 
 - *stores* it, if it is responsible for the chunk (within its neighbourhood: `responsible`) or no
   connected peer is closer, and answers with a `PushReceipt` signed by its identity key
@@ -20,9 +23,9 @@ to retry and when the uploader may let go of a chunk is the pusher's business (s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 import trio
 
@@ -33,9 +36,11 @@ from streamer.identity import NodeIdentity
 from streamer.messages import GoodbyeCode, PushDelivery, PushFailure, PushReceipt, clip_reason
 from streamer.outbox import Priority
 from streamer.push_receipts import BadReceipt, make_receipt, verify_receipt
+from swarm.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
+from swarm.peer_choice import AttemptPlan, Avoidance
 from swarm.push_requests import PushFailed
 
-__all__ = ["NoCloserPeer", "PushPeer", "PushStatistics", "PushSync", "closer_peers"]
+__all__ = ["NoCloserPeer", "PushPeer", "PushStatistics", "PushSync"]
 
 log = logging.getLogger(__name__)
 
@@ -52,25 +57,6 @@ class PushPeer(Protocol):
     def conn(self) -> PeerConnection: ...
 
     async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt: ...
-
-
-P = TypeVar("P", bound=PushPeer)
-
-
-def closer_peers(overlay: bytes, address: bytes, peers: Iterable[P], origin: bytes | None) -> list[P]:
-    """Connected peers strictly closer to ``address`` than ``overlay`` (XOR), closest first,
-    without ``origin`` (the peer a chunk came from), as retrieval chooses its next hops."""
-    target = int.from_bytes(address, "big")
-    own = int.from_bytes(overlay, "big") ^ target
-    closer = [
-        (distance, peer)
-        for peer in peers
-        if (distance := int.from_bytes(peer.overlay, "big") ^ target) < own
-        and peer.overlay != origin
-        and not peer.conn.closed
-    ]
-    closer.sort(key=lambda pair: pair[0])
-    return [peer for _, peer in closer]
 
 
 class NoCloserPeer(Exception):
@@ -95,23 +81,29 @@ class PushSync:
         identity: NodeIdentity,
         network_id: int,
         *,
-        next_hops: Callable[[bytes, bytes | None], Sequence[PushPeer]],
+        peers: Callable[[], Iterable[PushPeer]],
         store: Callable[[Chunk], object],
         responsible: Callable[[bytes], bool],
         radius: Callable[[], int],
         hop_limit: int = 8,
         timeout: float = 10.0,
         attempts: int = 3,
+        origin_attempts: int = 5,
+        hedge_after: float = 0.5,
+        avoidance: Avoidance | None = None,
     ) -> None:
         self.identity = identity
         self.network_id = network_id
-        self._next_hops = next_hops
+        self.overlay = identity.overlay(network_id)
+        self._peers = peers
         self._store = store
         self._responsible = responsible
         self._radius = radius
         self.hop_limit = hop_limit
-        self.timeout = timeout
-        self.attempts = attempts
+        self.attempts = attempts  # peers a forwarding node tries at most
+        self.origin_attempts = origin_attempts  # peers the uploader tries at most per push
+        self.policy = HedgePolicy(timeout=timeout, hedge_after=hedge_after)
+        self.avoidance = avoidance if avoidance is not None else Avoidance()
         self._serving: dict[bytes, int] = {}
         self.received = self.stored = self.forwarded = self.failed = self.pushed = self.rejected = 0
 
@@ -132,33 +124,52 @@ class PushSync:
 
     # -- the origin -----------------------------------------------------------------------------
 
-    async def push(self, chunk: Chunk) -> tuple[bytes, PushReceipt]:
+    async def push(self, chunk: Chunk, *, storers: Collection[bytes] = ()) -> tuple[bytes, PushReceipt]:
         """Push a chunk this node stores toward its neighbourhood; return the storer's overlay and
-        its receipt. Raises NoCloserPeer if no peer is closer, PushFailed if none stored it."""
-        storer, receipt = await self._ask_closer_peers(chunk, self.hop_limit, origin=None, check=True)
+        its receipt, from a storer not among ``storers`` (those that already signed for it).
+
+        The first hop may be any connected peer, closest first, also one farther from the chunk
+        than this node (to reach a second storer in a small swarm). Raises NoCloserPeer if there is
+        no peer to ask, PushFailed if none stored it."""
+        storer, receipt = await self._ask_peers(
+            chunk, self.hop_limit, origin=None, exclude=frozenset(storers), check=True
+        )
         self.pushed += 1
         return storer, receipt
 
-    async def _ask_closer_peers(
-        self, chunk: Chunk, hop_limit: int, *, origin: bytes | None, check: bool
+    async def _ask_peers(
+        self, chunk: Chunk, hop_limit: int, *, origin: bytes | None, exclude: frozenset[bytes], check: bool
     ) -> tuple[bytes, PushReceipt]:
-        hops = list(self._next_hops(chunk.address, origin))[: self.attempts]
-        if not hops:
-            raise NoCloserPeer(f"no connected peer is closer to {chunk.address.hex()}")
-        problems = []
-        with trio.move_on_after(self.timeout):
-            for peer in hops:
-                try:
-                    receipt = await peer.push(
-                        chunk.address, chunk.data, hop_limit=hop_limit, timeout=self.timeout
-                    )
-                    storer = self._check(receipt, chunk.address, check)
-                except (PushFailed, BadReceipt) as exc:
-                    problems.append(str(exc))
-                    continue
-                return storer, receipt
-        problems = problems or [f"no answer within {self.timeout:g}s"]
-        raise PushFailed(f"chunk {chunk.address.hex()} not stored: {'; '.join(problems)}")
+        plan = AttemptPlan(
+            chunk.address,
+            self.overlay,
+            self.origin_attempts if origin is None else self.attempts,
+            farther_ok=origin is None,
+            exclude=exclude if origin is None else exclude | {origin},
+        )
+
+        async def attempt(peer: PushPeer, deadline: float) -> tuple[bytes, PushReceipt]:
+            timeout = max(deadline - trio.current_time(), 0.001)
+            try:
+                receipt = await peer.push(chunk.address, chunk.data, hop_limit=hop_limit, timeout=timeout)
+                storer = self._check(receipt, chunk.address, check)
+            except (PushFailed, BadReceipt) as exc:
+                raise AttemptFailed(str(exc), timed_out=getattr(exc, "timed_out", False)) from exc
+            if storer in exclude:
+                raise AttemptFailed(f"storer {storer.hex()[:12]} had already signed for it")
+            return storer, receipt
+
+        candidates = lambda: {p.overlay: p for p in self._peers() if not p.conn.closed}  # noqa: E731
+        try:
+            _, answer = await first_success(
+                plan, candidates, attempt, policy=self.policy, avoidance=self.avoidance
+            )
+        except NoPeerDelivered as exc:
+            if not exc.asked:
+                raise NoCloserPeer(f"no connected peer to push {chunk.address.hex()} to") from None
+            problem = f"chunk {chunk.address.hex()} not stored: {exc}"
+            raise PushFailed(problem, timed_out=exc.timed_out) from None
+        return answer
 
     def _check(self, receipt: PushReceipt, address: bytes, check: bool) -> bytes:
         if not check:  # a forwarder passes the receipt on; the origin judges it
@@ -204,8 +215,8 @@ class PushSync:
     async def _answer(self, peer: PushPeer, msg: PushDelivery, chunk: Chunk) -> PushReceipt | PushFailure:
         if not self._responsible(chunk.address) and msg.hop_limit > 0:
             try:
-                _, receipt = await self._ask_closer_peers(
-                    chunk, msg.hop_limit - 1, origin=peer.overlay, check=False
+                _, receipt = await self._ask_peers(
+                    chunk, msg.hop_limit - 1, origin=peer.overlay, exclude=frozenset(), check=False
                 )
             except NoCloserPeer:
                 pass  # this node is the closest it knows: it stores the chunk

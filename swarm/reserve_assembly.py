@@ -21,8 +21,9 @@ from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.config import NodeConfig
 from swarm.offer_leases import OfferLeases
+from swarm.peer_choice import Avoidance
 from swarm.pusher import Pusher
-from swarm.pushsync import PushPeer, PushSync, closer_peers
+from swarm.pushsync import PushPeer, PushSync
 from swarm.reserve_worker import ReserveWorker
 from swarm.settled_depth import SettledDepth
 from swarm.uploads import Uploads
@@ -47,6 +48,7 @@ class ReserveInputs:
     store_synced: Callable[[list[Chunk]], int]  # a pushed chunk, verified, into the store
     store_uploaded: Callable[..., int]  # an upload's chunks into the store (``verified=``)
     retrieve: Callable[[bytes], Awaitable[Chunk]]
+    avoidance: Avoidance  # peers that left requests unanswered, shared with retrieval
 
 
 @dataclass(frozen=True)
@@ -78,15 +80,18 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
     pushsync = PushSync(
         given.identity,
         config.network_id,
-        next_hops=lambda address, origin: closer_peers(given.overlay, address, given.peers(), origin),
+        peers=given.peers,
         store=lambda chunk: given.store_synced([chunk]),
         responsible=responsible,
         radius=lambda: given.reserve.radius,
         hop_limit=config.hop_limit,
         timeout=config.retrieve_timeout,
+        hedge_after=config.hedge_after,
+        avoidance=given.avoidance,
     )
     pusher = Pusher(
         given.store,
+        overlay=given.overlay,
         get_chunk=given.store.get,
         push=pushsync.push,
         responsible=responsible,

@@ -1,13 +1,18 @@
 """Retrieval: getting a chunk this node does not hold, and serving peers' requests, hop by hop.
 
-A request goes to the connected peer closest to the chunk's address, and only to a peer strictly
-closer to it than this node (XOR distance): every hop gets strictly closer, so a request can
-never loop. Each node that forwards tries up to `attempts` such peers, closest first, within a
-hop limit and a timeout; the data that comes back is verified (BMT) at every hop, and a peer
-that sends invalid data is dropped. Chunks that come back are not stored, but kept in a bounded
-in-memory LRU cache (`localstore.cache`), which answers later requests for them, the node's
-users' and the peers', without crossing the network again; concurrent requests for one chunk
-share a single trip. Retrieval traffic uses the outbox's most urgent class.
+Whom to ask is `swarm.peer_choice`'s rule: the closest connected peer not yet asked for this
+request, then the next closest, up to a bounded number of attempts; a forwarding node asks only
+peers strictly closer to the chunk than itself (and never the peer that asked), so every hop
+gets closer and no request loops, while the node's own requests may also ask farther peers (in a
+small swarm the holder is often farther from a chunk than the node asking). A miss (not found,
+a refusal, a peer that went away, no answer) moves on to the next peer at once; an attempt
+silent for ``hedge_after`` gets a parallel one, and the first good answer wins
+(`swarm.hedged`). A peer that left a request unanswered is tried last for a while. Nothing
+waits past the request's deadline. The data that comes back is verified (BMT) at every hop, and
+a peer that sends invalid data is dropped. Chunks that come back are not stored, but kept in a
+bounded in-memory LRU cache (`localstore.cache`), which answers later requests for them, the
+node's users' and the peers', without crossing the network again; concurrent requests for one
+chunk share a single trip. Retrieval traffic uses the outbox's most urgent class.
 """
 
 from __future__ import annotations
@@ -26,10 +31,14 @@ from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest, clip_reason
 from streamer.outbox import Priority
 from streamer.requests import NO_ANSWER, RetrieveFailed
+from swarm.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
+from swarm.peer_choice import AttemptPlan, Avoidance
 
 log = logging.getLogger(__name__)
 
 MAX_SERVING_PER_PEER = 64
+HEDGE_AFTER = 0.5
+"""Seconds an attempt may stay silent before the next peer is asked in parallel (benches.retrieval)."""
 
 
 class RetrievalPeer(Protocol):
@@ -89,16 +98,22 @@ class Retrieval:
         hop_limit: int = 8,
         timeout: float = 10.0,
         attempts: int = 3,
+        origin_attempts: int = 5,
+        hedge_after: float = HEDGE_AFTER,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
+        avoidance: Avoidance | None = None,
     ) -> None:
         self.overlay = overlay
         self._store_get = store_get
         self._peers = peers
         self.cache = ChunkCache(cache_bytes)
-        self._flights: dict[bytes, _Flight] = {}  # requests under way, by chunk address
+        # requests under way, by chunk address and whether they are this node's own
+        self._flights: dict[tuple[bytes, bool], _Flight] = {}
         self.hop_limit = hop_limit
-        self.timeout = timeout
-        self.attempts = attempts
+        self.attempts = attempts  # peers a forwarding node asks at most
+        self.origin_attempts = origin_attempts  # peers this node asks at most for its own users
+        self.policy = HedgePolicy(timeout=timeout, hedge_after=hedge_after)
+        self.avoidance = avoidance if avoidance is not None else Avoidance()
         self._serving: dict[bytes, int] = {}
         self._open_ids: dict[bytes, set[int]] = {}  # per peer: request IDs being answered
         self.served = 0
@@ -190,30 +205,19 @@ class Retrieval:
 
     # -- forwarding ---------------------------------------------------------------------------
 
-    def next_hops(self, address: bytes, origin: bytes | None) -> list[RetrievalPeer]:
-        """Connected peers strictly closer to `address` than this node, closest first."""
-        target = int.from_bytes(address, "big")
-        own = int.from_bytes(self.overlay, "big") ^ target
-        closer = [
-            (distance, peer)
-            for peer in self._peers()
-            if (distance := int.from_bytes(peer.overlay, "big") ^ target) < own
-            and peer.overlay != origin
-            and not peer.conn.closed
-        ]
-        closer.sort(key=lambda pair: pair[0])
-        return [peer for _, peer in closer]
-
     async def forward(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
         """The chunk from the network, sharing a request already under way for it.
 
-        A second request for a chunk joins the first one's outcome instead of sending its own,
-        if the first may go at least as many hops. (Which peer asked does not matter: a request
-        only ever goes to peers strictly closer to the chunk than this node, and the peer that
-        asked is farther.) If the first request is cancelled, a waiting one tries again itself.
+        ``origin`` is the peer that asked (None: this node's own user). A second request for a
+        chunk joins the first one's outcome instead of sending its own, if the first may go at
+        least as many hops and is of the same kind: a peer's request only joins another peer's,
+        whose attempts all go to peers closer than this node (the node's own requests may ask
+        farther peers, and one of them could be the peer asking: the two would wait on each
+        other). If the first request is cancelled, a waiting one tries again itself.
         """
+        key = (address, origin is None)
         while True:
-            flight = self._flights.get(address)
+            flight = self._flights.get(key)
             if flight is None or flight.hop_limit < hop_limit:
                 break
             self.joined += 1
@@ -222,41 +226,58 @@ class Retrieval:
                 return flight.chunk
             if flight.error is not None:
                 raise flight.error
-        flight = self._flights[address] = _Flight(hop_limit)  # later requests join this one
+        flight = self._flights[key] = _Flight(hop_limit)  # later requests join this one
         try:
-            flight.chunk = await self._ask_closer_peers(address, hop_limit=hop_limit, origin=origin)
+            flight.chunk = await self._ask_peers(address, hop_limit=hop_limit, origin=origin)
             return flight.chunk
         except ChunkUnavailable as exc:
             flight.error = exc
             raise
         finally:
-            if self._flights.get(address) is flight:
-                del self._flights[address]
+            if self._flights.get(key) is flight:
+                del self._flights[key]
             flight.done.set()
 
-    async def _ask_closer_peers(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
-        """Ask the closest closer peers in turn; verify what comes back."""
-        hops = self.next_hops(address, origin)[: self.attempts]
-        if not hops:
-            raise ChunkUnavailable(address, "not found (no connected peer is closer to it)")
-        timeouts = 0
-        with trio.move_on_after(self.timeout) as scope:
-            for peer in hops:
-                try:
-                    data = await peer.retrieve(address, hop_limit=hop_limit, timeout=self.timeout)
-                except RetrieveFailed as exc:
-                    log.debug("retrieve %s from %s: %s", address.hex()[:12], peer.overlay.hex()[:12], exc)
-                    timeouts += exc.timed_out
-                    continue
-                chunk = Chunk(address, data)
-                try:
-                    chunk.verify()
-                except InvalidChunk as exc:
-                    reason = f"invalid chunk in a retrieve delivery: {exc}"
-                    peer.conn.close(GoodbyeCode.INVALID_CHUNK, reason, violation=True)
-                    continue
-                self.cache.put(chunk)
-                return chunk
-        if timeouts or scope.cancelled_caught:
-            raise ChunkUnavailable(address, NO_ANSWER, timed_out=True)
-        raise ChunkUnavailable(address, f"not found (asked {len(hops)} peer{'s' * (len(hops) > 1)})")
+    async def _ask_peers(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
+        """Ask peers as `peer_choice` says, hedged (`swarm.hedged`); verify what comes back."""
+        own_request = origin is None
+        plan = AttemptPlan(
+            address,
+            self.overlay,
+            self.origin_attempts if own_request else self.attempts,
+            farther_ok=own_request,
+            exclude=frozenset() if origin is None else frozenset({origin}),
+        )
+
+        async def attempt(peer: RetrievalPeer, deadline: float) -> Chunk:
+            timeout = max(deadline - trio.current_time(), 0.001)
+            try:
+                data = await peer.retrieve(address, hop_limit=hop_limit, timeout=timeout)
+            except RetrieveFailed as exc:
+                raise AttemptFailed(str(exc), timed_out=exc.timed_out) from exc
+            chunk = Chunk(address, data)
+            try:
+                chunk.verify()
+            except InvalidChunk as exc:
+                reason = f"invalid chunk in a retrieve delivery: {exc}"
+                peer.conn.close(GoodbyeCode.INVALID_CHUNK, reason, violation=True)
+                raise AttemptFailed(f"peer {peer.overlay.hex()[:12]} sent an invalid chunk") from exc
+            return chunk
+
+        try:
+            _, chunk = await first_success(
+                plan, self._candidates, attempt, policy=self.policy, avoidance=self.avoidance
+            )
+        except NoPeerDelivered as exc:
+            if not exc.asked:
+                where = "no connected peer" if own_request else "no connected peer is closer to it"
+                raise ChunkUnavailable(address, f"not found ({where})") from None
+            if exc.timed_out:
+                raise ChunkUnavailable(address, NO_ANSWER, timed_out=True) from None
+            asked = f"asked {exc.asked} peer{'s' * (exc.asked > 1)}"
+            raise ChunkUnavailable(address, f"not found ({asked})") from None
+        self.cache.put(chunk)
+        return chunk
+
+    def _candidates(self) -> dict[bytes, RetrievalPeer]:
+        return {peer.overlay: peer for peer in self._peers() if not peer.conn.closed}

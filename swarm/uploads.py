@@ -67,14 +67,24 @@ class Uploads:
         tag = (self.pusher.tag(uid) if uid is not None else None) or self.pusher.new_tag()
         return UploadSession(tag, self._store)
 
-    def store_and_push(self, chunks: list[Chunk], *, verified: bool) -> int:
-        """Chunks uploaded one by one (``POST /chunks``, Bee's SOC and feed routes): stored, and
-        pushed like a file's, without waiting; returns how many were new."""
+    def store_and_push(self, chunks: list[Chunk], *, verified: bool) -> tuple[int, Tag]:
+        """Chunks uploaded one by one (``POST /chunks``, Bee's SOC and feed routes, a space's
+        messages): stored, and pushed like a file's; returns how many were new and their tag, which
+        `Tag.wait` waits on until they are durable."""
         tag = self.pusher.new_tag()
         new = self._store_chunks_checked(chunks, verified)
+        tag.seen += len(chunks) - new
         addresses = [chunk.address for chunk in chunks]
         self.pusher.add(tag, addresses)
         self.pusher.finish(tag, addresses[0] if addresses else bytes(32), addresses)
+        return new, tag
+
+    async def put(self, chunks: list[Chunk], *, verified: bool, wait: bool) -> int:
+        """`store_and_push`, then (``wait``) until every chunk is durable or `receipt_timeout`
+        passes; returns how many were new."""
+        new, tag = self.store_and_push(chunks, verified=verified)
+        if wait:
+            await tag.wait(self.receipt_timeout)
         return new
 
     def _store_chunks_checked(self, chunks: list[Chunk], verified: bool) -> int:
@@ -83,7 +93,8 @@ class Uploads:
         return self._store_checked(chunks)
 
     def _store(self, tag: Tag, chunks: list[Chunk]) -> None:
-        self._store_chunks(chunks)
+        new = self._store_chunks(chunks)
+        tag.seen += len(chunks) - new
         self.pusher.add(tag, [chunk.address for chunk in chunks])
 
     async def finish(
@@ -105,6 +116,7 @@ class Uploads:
         return {
             "uid": tag.uid,
             "split": tag.split,
+            "seen": tag.seen,
             "stored": tag.stored,
             "sent": tag.sent,
             "synced": tag.synced,

@@ -56,7 +56,7 @@ class FakeNode:
     def has_chunk(self, address: bytes) -> bool:
         return address in self.chunks
 
-    async def put_chunks(self, chunks: list[Chunk]) -> None:
+    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False) -> None:
         for chunk in chunks:
             chunk.verify()
             self.chunks[chunk.address] = chunk

@@ -57,6 +57,8 @@ def test_bee_js_writes_a_feed_at_one_node_and_reads_it_at_another(tmp_path: Path
             "references": references,
             "bytes": data.hex(),
             "chunk": chunk.data.hex(),
+            "soc_id": "ab" * 32,
+            "soc_payload": b"a single-owner chunk, read at the other node at once".hex(),
         }
         (tmp_path / "input.json").write_text(json.dumps(request))
         done = subprocess.run(
@@ -73,6 +75,10 @@ def test_bee_js_writes_a_feed_at_one_node_and_reads_it_at_another(tmp_path: Path
         assert out["addresses"] == nodes[0].overlay
         assert bytes.fromhex(out["bytes_back"]) == data
         assert out["chunk_reference"] == chunk.address.hex()
+        assert out["chunk_back"] == chunk.data.hex()
+        assert out["soc_payload"] == request["soc_payload"]
+        # the reader saw each update as the latest right after it was written: no waiting
+        assert out["each_latest"] == ["0", "1", "2"]
         assert out["latest"] == {"index": "2", "reference": references[-1]}
     finally:
         for node in nodes:

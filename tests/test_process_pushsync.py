@@ -1,6 +1,6 @@
 """Push syncing between `swarm node` processes: uploads carried hop by hop by Kademlia forwarding,
 receipts signed by the storer and relayed back, and `swarm upload --no-wait` saying which chunks
-have no receipt yet while the uploader holds them and goes on pushing.
+have no receipt yet while the uploader holds them and goes on pushing, around a silent storer.
 
 Five nodes with static peering (``--no-gossip``), one under each of the 3-bit prefixes 000, 001,
 100, 101, 110, neighbourhood size 1, connected as a tree::
@@ -92,8 +92,10 @@ def test_uploads_travel_hop_by_hop_and_wait_for_their_receipts(tmp_path: Path) -
         assert tag["without_receipt"] == 0 and tag["synced"] == tag["split"] == len(chunks)
 
         sent = sync_doc(uploader)["reserve"]
-        assert sent["receipts"] == len(pushed), "one receipt from a peer for every chunk pushed"
-        assert sent["own_receipts"] == len(chunks) - len(pushed)
+        # durable: two storers each, one of them not the uploader; a chunk of the uploader's own
+        # neighbourhood counts its own receipt beside a peer's, every other needs two peers'
+        assert sent["own_receipts"] <= len(chunks) - len(pushed)
+        assert sent["receipts"] == 2 * len(chunks) - sent["own_receipts"]
         assert sent["receipts_rejected"] == 0 and sent["pending_push"] == 0
         assert sync_doc(forwarder)["reserve"]["pushes_forwarded"] >= len(far_chunks), "100 forwarded"
         assert sync_doc(storer)["reserve"]["pushes_stored"] >= len(far_chunks), "110 stored and signed"
@@ -101,7 +103,9 @@ def test_uploads_travel_hop_by_hop_and_wait_for_their_receipts(tmp_path: Path) -
             assert head(storer, chunk.address.hex()) == 200
 
         # 110 stops answering: `swarm upload --no-wait` answers at once and names what has no
-        # receipt; the uploader holds those chunks, retries, and gets the receipts once 110 is back
+        # receipt; the uploader holds those chunks and goes on pushing them. With 110 silent its
+        # pushes find other storers (001 and 100 each sign with radius 0: within their claim), so
+        # the chunks become durable anyway; 110 gets them later by pull syncing from 100.
         assert storer.proc is not None
         storer.proc.send_signal(signal.SIGSTOP)
         try:
@@ -126,16 +130,15 @@ def test_uploads_travel_hop_by_hop_and_wait_for_their_receipts(tmp_path: Path) -
             )
             assert cli.returncode == 0, cli.stderr
             assert "chunks have no receipt yet" in cli.stderr.decode()
-            failures = sync_doc(uploader)["reserve"]["push_failures"]
-            poll(lambda: sync_doc(uploader)["reserve"]["push_failures"] > failures, timeout=TIMEOUT)
-            for address in waiting:  # held while their pushes fail
+            for address in waiting:  # held while they wait
                 assert head(uploader, address) == 200
-            assert sync_doc(uploader)["reserve"]["pending_push"] >= len(waiting)
+            poll(lambda: sync_doc(uploader)["reserve"]["pending_push"] == 0, timeout=TIMEOUT)
+            for address in waiting:  # durable without 110: two other nodes signed
+                holders = [n for n in (nodes[0b001], forwarder) if head(n, address) == 200]
+                assert len(holders) == 2, address
         finally:
             storer.proc.send_signal(signal.SIGCONT)
-        poll(lambda: sync_doc(uploader)["reserve"]["pending_push"] == 0, timeout=TIMEOUT)
-        for address in waiting:
-            assert head(storer, address) == 200
+        poll(lambda: all(head(storer, a) == 200 for a in waiting), timeout=TIMEOUT)
     finally:
         for node in nodes.values():
             node.kill()

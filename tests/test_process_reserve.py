@@ -115,7 +115,7 @@ def check_reports(uploader: NodeProcess, pushed_at_most: int) -> None:
         "swarm_push_pending 0.0",
     ):
         assert line in metrics.splitlines(), line
-    assert 0 < reserve["receipts"] <= pushed_at_most
+    assert 0 < reserve["receipts"] <= 2 * pushed_at_most  # two storers a chunk at most
     shown = subprocess.run(
         [sys.executable, "-m", "swarm", "sync-status", "--api", uploader.api],
         capture_output=True,

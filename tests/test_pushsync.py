@@ -84,27 +84,36 @@ def test_a_shallow_receipt_is_refused() -> None:
 # -- the pusher ---------------------------------------------------------------------------------
 
 
-async def test_an_upload_is_held_until_its_receipt_then_evictable(
+OWN = bytes(32)
+
+
+def storer(n: int) -> bytes:
+    return bytes([n + 1]) * 32
+
+
+async def test_an_upload_is_held_until_two_storers_signed_then_evictable(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    """Pushes fail three times (retried with growing delays), then a receipt comes: until then the
-    chunk is held (never evicted, outside the reserve's size, remembered across a restart)."""
+    """Pushes fail three times (retried with growing delays), then receipts come: a chunk of the
+    node's own neighbourhood needs one peer's receipt beside its own, every other chunk two
+    peers'. Until then the chunk is held (never evicted, outside the reserve's size)."""
     data = chunks(4, seed=2)
     outcomes: dict[bytes, int] = {}
-    delivered = trio.Event()
+    skipped: dict[bytes, list[frozenset[bytes]]] = {}
 
-    async def push(chunk: Chunk) -> tuple[bytes, PushReceipt]:
+    async def push(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
         outcomes[chunk.address] = outcomes.get(chunk.address, 0) + 1
         if outcomes[chunk.address] <= 3:
             raise PushFailed("no receipt")
-        delivered.set()
-        return b"", RECEIPT
+        skipped.setdefault(chunk.address, []).append(storers)
+        return storer(len(storers)), RECEIPT
 
     released: list[int] = []  # the pending count each time the pusher let chunks go
     store = LocalStore(tmp_path / "s", bytes(32))
     try:
         pusher = Pusher(
             store,
+            overlay=OWN,
             get_chunk=store.get,
             push=push,
             responsible=lambda address: address == data[0].address,
@@ -118,40 +127,131 @@ async def test_an_upload_is_held_until_its_receipt_then_evictable(
         pusher.add(tag, [c.address for c in data])
         assert all(c.address in pusher for c in data), "while the upload runs, all its chunks are held"
         pusher.finish(tag, data[0].address, [c.address for c in data])
-        assert tag.synced == 1, "the chunk of its own neighbourhood is signed for at once"
-        assert all(c.address in pusher for c in data[1:]) and data[0].address not in pusher
-        assert reserve.size() == 1 and reserve.evict(10) == 0
+        assert tag.synced == 0, "its own receipt alone does not make a chunk durable"
+        assert all(c.address in pusher for c in data)
+        assert reserve.size() == 0 and reserve.evict(10) == 0
         with trio.fail_after(60):
             async with trio.open_nursery() as nursery:
                 await nursery.start(pusher.run)
                 assert not await tag.wait(2.5), "three failures, 1 + 2 + 4 s of delays"
-                assert all(c.address in pusher for c in data[1:])
+                assert all(c.address in pusher for c in data)
                 assert await tag.wait(30)
                 nursery.cancel_scope.cancel()
-        assert all(outcomes[c.address] == 4 for c in data[1:])
-        assert pusher.statistics().failures == 9 and pusher.statistics().receipts == 3
-        assert not any(c.address in pusher for c in data)
-        assert reserve.size() == 4 and reserve.evict(10) == 3, "receipted: ordinary chunks now"
-        assert released == [3, 2, 1, 0], "the reserve is told at the upload's end and at each receipt"
+        assert outcomes[data[0].address] == 4, "one peer's receipt beside its own"
+        assert all(outcomes[c.address] == 5 for c in data[1:]), "two peers' receipts"
+        # each push skips the storers that already signed
+        assert skipped[data[0].address] == [frozenset({OWN})]
+        assert all(skipped[c.address] == [frozenset(), frozenset({storer(0)})] for c in data[1:])
+        stats = pusher.statistics()
+        assert stats.failures == 12 and stats.receipts == 7 and stats.own_receipts == 1
+        assert tag.synced == 4 and not any(c.address in pusher for c in data)
+        assert reserve.size() == 4 and reserve.evict(10) == 3, "durable: ordinary chunks now"
+        assert released == [4, 3, 2, 1, 0], "the reserve is told at the upload's end and at each settling"
     finally:
         store.close()
+
+
+async def test_a_node_alone_holds_its_own_chunks_durable_at_once(tmp_path: Path) -> None:
+    data = chunks(3, seed=4)
+    pushed: list[bytes] = []
+
+    async def push(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
+        pushed.append(chunk.address)
+        raise PushFailed("unreachable")
+
+    with LocalStore(tmp_path / "s", bytes(32)) as store:
+        pusher = Pusher(
+            store,
+            overlay=OWN,
+            get_chunk=store.get,
+            push=push,
+            responsible=lambda a: True,
+            has_peers=lambda: False,
+        )
+        store.put_many(data)
+        tag = pusher.new_tag()
+        pusher.add(tag, [c.address for c in data])
+        pusher.finish(tag, data[0].address, [c.address for c in data])
+        assert tag.complete and tag.synced == 3 and pusher.statistics().pending == 0
+        assert not pushed
+
+
+async def test_the_same_storer_signing_twice_is_not_durable(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    data = chunks(1, seed=6)
+
+    async def push(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
+        return storer(0), RECEIPT
+
+    with LocalStore(tmp_path / "s", bytes(32)) as store:
+        pusher = Pusher(
+            store,
+            overlay=OWN,
+            get_chunk=store.get,
+            push=push,
+            responsible=lambda a: False,
+            has_peers=lambda: True,
+        )
+        store.put_many(data)
+        tag = pusher.new_tag()
+        pusher.add(tag, [data[0].address])
+        pusher.finish(tag, data[0].address, [data[0].address])
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(pusher.run)
+                assert not await tag.wait(20)
+                nursery.cancel_scope.cancel()
+        assert pusher.statistics().pending == 1 and "signed for" in pusher.last_error(data[0].address)
+    # the storer that signed is remembered across a restart
+    with LocalStore(tmp_path / "s", bytes(32)) as store:
+        seen: list[frozenset[bytes]] = []
+
+        async def record(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
+            seen.append(storers)
+            return storer(len(seen)), RECEIPT
+
+        pusher = Pusher(
+            store,
+            overlay=OWN,
+            get_chunk=store.get,
+            push=record,
+            responsible=lambda a: False,
+            has_peers=lambda: True,
+        )
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(pusher.run)
+                await wait_for(lambda: pusher.statistics().pending == 0)
+                nursery.cancel_scope.cancel()
+        assert seen == [frozenset({storer(0)})]
 
 
 async def test_pending_pushes_survive_a_restart(tmp_path: Path) -> None:
     data = chunks(3, seed=3)
 
-    async def never(chunk: Chunk) -> tuple[bytes, PushReceipt]:
+    async def never(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
         raise NoCloserPeer("alone")
 
     with LocalStore(tmp_path / "s", bytes(32)) as store:
         pusher = Pusher(
-            store, get_chunk=store.get, push=never, responsible=lambda a: False, has_peers=lambda: False
+            store,
+            overlay=OWN,
+            get_chunk=store.get,
+            push=never,
+            responsible=lambda a: False,
+            has_peers=lambda: False,
         )
         store.put_many(data)
         pusher.add(pusher.new_tag(), [c.address for c in data])
     with LocalStore(tmp_path / "s", bytes(32)) as store:
         pusher = Pusher(
-            store, get_chunk=store.get, push=never, responsible=lambda a: False, has_peers=lambda: True
+            store,
+            overlay=OWN,
+            get_chunk=store.get,
+            push=never,
+            responsible=lambda a: False,
+            has_peers=lambda: True,
         )
         assert all(c.address in pusher for c in data), "still held after a restart"
         with trio.fail_after(10):
@@ -167,8 +267,9 @@ async def test_pending_pushes_survive_a_restart(tmp_path: Path) -> None:
 
 async def test_uploads_reach_their_neighbourhood_and_come_back_receipted(tmp_path: Path) -> None:
     """Four nodes, one under each 2-bit prefix, neighbourhood size 1 (so depth 1): a file uploaded
-    at node 0 (prefix 00) answers once every chunk has a receipt; the chunks starting with bit 1
-    are outside its neighbourhood, pushed to the nodes 10 and 11, which store them and sign."""
+    at node 0 (prefix 00) answers once every chunk is durable; the chunks starting with bit 1
+    are outside its neighbourhood, pushed to both nodes 10 and 11, which store them and sign;
+    the others are pushed to node 01, whose receipt joins the uploader's own."""
     identities = spread_identities(2)
     data = random.Random(5).randbytes(300 * 4096)
     reference, file_chunks = split_bytes(data)
@@ -194,12 +295,21 @@ async def test_uploads_reach_their_neighbourhood_and_come_back_receipted(tmp_pat
             tag = doc["tag"]
             assert tag["without_receipt"] == 0 and tag["synced"] == tag["split"] == doc["chunks"]
             assert response.headers["swarm-tag"] == str(tag["uid"])
+            assert tag["seen"] == 0
             far = [c for c in file_chunks if c.address[0] >> 7 == 1]
             status = uploader.statistics().reserve
             assert status.pending_push == 0
-            assert status.receipts == len(far) and status.own_receipts == len(file_chunks) - len(far)
+            near = [c for c in file_chunks if c.address[0] >> 7 == 0]
+            # durable: two storers each, one not the uploader; far chunks need two peers' receipts
+            assert status.own_receipts == len(near)
+            assert status.receipts == 2 * len(far) + len(near)
             for chunk in far:
                 storers = [n for n in nodes[2:] if n.store.has(chunk.address)]
-                assert storers, chunk.address.hex()
-            assert nodes[2].pushsync.stored + nodes[3].pushsync.stored >= len(far)
+                assert len(storers) == 2, chunk.address.hex()
+            for chunk in near:
+                assert nodes[1].store.has(chunk.address), chunk.address.hex()
+            assert nodes[2].pushsync.stored + nodes[3].pushsync.stored >= 2 * len(far)
+            async with httpx.AsyncClient(timeout=90) as client:  # the same file again: all seen
+                again = await client.post(f"http://127.0.0.1:{uploader.api_port}/bytes", content=data)
+            assert again.json()["tag"]["seen"] == again.json()["tag"]["split"] == len(file_chunks)
             nursery.cancel_scope.cancel()

@@ -67,7 +67,7 @@ async def test_request_travels_two_hops_towards_the_chunk_and_back_verified(tmp_
             nursery.cancel_scope.cancel()
 
 
-async def test_no_peer_closer_means_a_clear_404_without_asking_anyone(tmp_path: Path) -> None:
+async def test_the_origin_asks_a_peer_farther_than_itself(tmp_path: Path) -> None:
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             a, b, c = await line(nursery, tmp_path, nearest="C")  # C is closer than its only peer B
@@ -75,9 +75,35 @@ async def test_no_peer_closer_means_a_clear_404_without_asking_anyone(tmp_path: 
             a.intake.store(chunk)
             async with httpx.AsyncClient(timeout=20) as client:
                 got = await client.get(f"http://127.0.0.1:{c.api_port}/chunks/{chunk.address.hex()}")
+            # C's own request may go to B though B is farther; B forwards only closer: to A
+            assert got.status_code == 200 and got.content == chunk.data
+            assert (b.retrieval.forwarded, a.retrieval.served) == (1, 1)
+            nursery.cancel_scope.cancel()
+
+
+async def test_forwarders_ask_only_closer_peers_and_a_miss_is_a_clear_404(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a, b, c = await line(nursery, tmp_path, nearest="C")  # distances: C < A < B
+            async with httpx.AsyncClient(timeout=20) as client:
+                got = await client.get(f"http://127.0.0.1:{c.api_port}/chunks/{CHUNK.address.hex()}")
             assert got.status_code == 404
-            assert "no connected peer is closer" in got.json()["message"]
-            assert b.retrieval.served == b.retrieval.forwarded == 0
+            assert "not found (asked 1 peer)" in got.json()["message"]
+            # B forwarded to A (closer than B; C, which asked, is skipped); A's only peer B is
+            # farther than A, so A answered not found without asking anyone
+            assert a.retrieval.failed == 1 and a.retrieval.forwarded == 0
+            assert b.retrieval.failed == 1
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_node_alone_answers_404_naming_why(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            node = await start_node(nursery, node_config(tmp_path / "alone", gossip=False), sync_rule=no_sync)
+            async with httpx.AsyncClient(timeout=20) as client:
+                got = await client.get(f"http://127.0.0.1:{node.api_port}/chunks/{CHUNK.address.hex()}")
+            assert got.status_code == 404
+            assert "no connected peer" in got.json()["message"]
             nursery.cancel_scope.cancel()
 
 
