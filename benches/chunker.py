@@ -11,8 +11,8 @@ import os
 import time
 
 from localstore.chunk import Chunk
-from swarm.chunker import Splitter
-from swarm.joiner import join_sync
+from swarm.files.chunker import Splitter
+from swarm.files.joiner import join_sync
 
 SIZE = 16 << 20
 PIECE = 1 << 20

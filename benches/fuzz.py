@@ -1,6 +1,6 @@
 """A longer fuzz campaign against the pure protocol cores: frames per second, outcomes by type.
 
-For ``--seconds`` each (default 20) it runs three drivers of `swarm.fuzz` with random input from
+For ``--seconds`` each (default 20) it runs three drivers of `swarm.testing.fuzz` with random input from
 one seeded `random.Random`:
 
 - ``decoder``: valid frames of every message type, joined and damaged (bits flipped, bytes cut,
@@ -10,7 +10,7 @@ one seeded `random.Random`:
 - ``greeting``: decoded damaged frames fed to a `HandshakeMachine`.
 
 Prints one JSON line: inputs and frames per second per driver, and the count of each outcome
-("clean", "done", or the exception type). Any exception type outside `swarm.fuzz.EXPECTED` stops
+("clean", "done", or the exception type). Any exception type outside `swarm.testing.fuzz.EXPECTED` stops
 the campaign with its traceback: that is a bug found.
 """
 
@@ -46,7 +46,7 @@ from streamer.messages import (
     Unsubscribed,
     WantedHashes,
 )
-from swarm.fuzz import feed_decoder, feed_greeting, feed_session, mutate
+from swarm.testing.fuzz import feed_decoder, feed_greeting, feed_session, mutate
 
 POOL = [bytes([i]) * 32 for i in range(8)] + [bytes(range(32))]
 DATA = b"\x01" + bytes(7) + b"x"

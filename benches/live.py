@@ -39,8 +39,8 @@ import trio
 
 from localstore.ethkey import Secp256k1Key
 from localstore.feeds import make_update_v2
+from swarm.cli.localswarm import LocalSwarm
 from swarm.live.pruning import DEFAULT_EAGER
-from swarm.localswarm import LocalSwarm
 
 TOPIC = b"\x6c" * 32
 

@@ -54,8 +54,8 @@ from localstore import Chunk
 from localstore.keyfile import create_owner_only
 from pot import proximity
 from streamer.identity import NodeIdentity
-from swarm.chunker import split_bytes
-from swarm.cli_common import int_in
+from swarm.cli.common import int_in
+from swarm.files.chunker import split_bytes
 from swarm.testing import NodeProcess, poll
 
 BASE_ARGS = ["--verify-workers", "0", "--cache-mib", "8"]

@@ -24,7 +24,7 @@ import time
 from functools import partial
 
 from kademlia import STRATEGIES as REGISTRY
-from swarm.sim.command import DEFAULT_NODES, DEFAULT_RUNS
+from swarm.cli.sim import DEFAULT_NODES, DEFAULT_RUNS
 from swarm.sim.grid import GridKey, SimParams, make_grid
 from swarm.sim.simulate import simulate
 from swarm.sim.spark import run_grid

@@ -3,7 +3,7 @@
 A feed is named by ``(owner, topic)``: an owner address and a 32-byte topic. Its updates are
 single-owner chunks of that owner, update ``i`` at the id ``keccak256(topic || u64be(i))``, so
 anyone who knows owner and topic can compute where update ``i`` lives; the latest update is
-found by probing (``swarm.feed_lookup``).
+found by probing (``swarm.feeds.lookup``).
 
 The wrapped chunk of an update comes in two versions, which nothing in the chunk tells apart:
 
@@ -13,7 +13,7 @@ The wrapped chunk of an update comes in two versions, which nothing in the chunk
   itself when it fits one chunk, else the root chunk of its tree (its span the content size).
 
 `FeedUpdate.v1_fields` reads the v1 fields where the length allows them; whether the update *is*
-v1 is decided by the reader (bee tries both; see `swarm.feeds`).
+v1 is decided by the reader (bee tries both; see `swarm.feeds.finder`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Eviction, when the reserve is over capacity: outside the radius first, farthest 
 proximity) first, oldest (lowest bin ID) first within a bin; if the radius cannot rise further
 (it is at the depth) the farthest bins within it follow, and a warning says the neighbourhood
 does not fit. It runs in bounded batches (`evict(limit)`), which the node's reserve worker calls
-in the background (swarm/reserve_worker.py). Each bin remembers how far eviction has scanned, so
+in the background (swarm/reserve/worker.py). Each bin remembers how far eviction has scanned, so
 a batch does not walk the holes of earlier batches again.
 """
 
@@ -124,7 +124,7 @@ class Reserve:
 
     def add_guard(self, guard: Container[bytes]) -> None:
         """Chunks in ``guard`` are not evicted for now but count in the reserve (chunks offered
-        to a downstream and not delivered yet: swarm/offer_leases.py); eviction comes back to them."""
+        to a downstream and not delivered yet: swarm/reserve/offer_leases.py); eviction comes back to them."""
         self._guards.append(guard)
 
     def protected(self, address: bytes) -> bool:

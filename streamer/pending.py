@@ -3,7 +3,7 @@
 IDs increase per connection from 1, so an answer to an ID never issued (or 0) is a protocol
 violation, as is a second answer to one request; a late answer to a request that already timed
 out is ignored and counted. Retrieval (`streamer.requests`) and push syncing
-(`swarm.push_requests`) each keep one table per connection, with their own answer type.
+(`swarm.net.push_requests`) each keep one table per connection, with their own answer type.
 """
 
 from __future__ import annotations

@@ -1,3 +1,3 @@
-from swarm.cli import main
+from swarm.cli.main import main
 
 raise SystemExit(main())

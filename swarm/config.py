@@ -53,8 +53,8 @@ class NodeConfig:
     verify_workers: int = 0
     capacity: int = DEFAULT_CAPACITY  # chunks the reserve keeps (localstore/reserve.py)
     evict_batch: int = 256  # chunks evicted at most before other tasks run again
-    push_workers: int = 16  # uploaded chunks pushed at once (swarm/pusher.py)
+    push_workers: int = 16  # uploaded chunks pushed at once (swarm/reserve/pusher.py)
     receipt_timeout: float = 60.0  # how long POST /bytes waits for its last receipts
-    provable_sync: str = "verify"  # provable streams (issue 16): off | sign | verify (swarm/proofs.py)
+    provable_sync: str = "verify"  # provable streams: off | sign | verify (swarm/proofs/service.py)
     spaces: SpaceConfig = field(default_factory=SpaceConfig)  # multi-writer spaces (swarm/spaces/)
     live: LiveConfig = field(default_factory=LiveConfig)  # live propagation (docs/live.md)

@@ -82,7 +82,7 @@ def describe_node_failure(exc: BaseException, *, data_dir: Path, host: str, port
 
 def _running_pid(data_dir: Path) -> str:
     """' (pid N)' when the data directory's node.json names a live process, else ''."""
-    from swarm.localswarm import pid_alive, read_node_info
+    from swarm.node_info import pid_alive, read_node_info
 
     info = read_node_info(data_dir)
     pid = info.get("pid") if info else None

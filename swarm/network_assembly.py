@@ -18,10 +18,10 @@ from streamer.channel import TlsCredentials
 from streamer.identity import NodeIdentity
 from streamer.messages import GoodbyeCode
 from swarm.config import NodeConfig
-from swarm.gossip import Gossip
+from swarm.net.gossip import Gossip
+from swarm.net.sessions import Sessions
+from swarm.net.topology import Topology
 from swarm.peer_wiring import PeerWiring
-from swarm.sessions import Sessions
-from swarm.topology import Topology
 
 __all__ = ["NetworkServices", "build_network_services"]
 

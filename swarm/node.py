@@ -31,19 +31,19 @@ from localstore.reserve import Reserve
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity
 from streamer.messages import GoodbyeCode
-from swarm.bee_backend import NodeBeeBackend, load_or_create_eth_key
+from swarm.api.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.live.assembly import build_live_service
-from swarm.localswarm import write_node_info
+from swarm.net.peer import Peer
+from swarm.net.repair import Repair
+from swarm.net.retrieval import Retrieval
 from swarm.network_assembly import build_network_services
-from swarm.peer import Peer
+from swarm.node_info import write_node_info
 from swarm.peer_wiring import PeerWiring
-from swarm.proofs import MODES as PROVABLE_MODES
-from swarm.proofs import NodeProofs
-from swarm.repair import Repair
+from swarm.proofs.service import MODES as PROVABLE_MODES
+from swarm.proofs.service import NodeProofs
+from swarm.reserve.status import reserve_status
 from swarm.reserve_assembly import ReserveInputs, build_reserve_services
-from swarm.reserve_status import reserve_status
-from swarm.retrieval import Retrieval
 from swarm.spaces.live_source import live_follow  # spaces (issue 15)
 from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
 from swarm.statistics import NodeStatistics, collect_statistics
@@ -250,7 +250,7 @@ class Node:
                 self.p2p_port = listeners[0].socket.getsockname()[1]
                 self.gossip.advertise(config.host, self.p2p_port)
                 if config.api_port is not None:
-                    from swarm.api import serve_api
+                    from swarm.api.app import serve_api
 
                     self.api_port = await nursery.start(serve_api, self, config.api_host, config.api_port)
                 await nursery.start(self.manager.run)
@@ -299,7 +299,7 @@ class Node:
 
     async def upload_chunks(self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True) -> int:
         """`store_chunks`, then (``wait``) until they are durable: two nodes of their neighbourhood
-        signed for each (swarm/pusher.py); returns how many were new."""
+        signed for each (swarm/reserve/pusher.py); returns how many were new."""
         return await self.uploads.put(chunks, verified=verified, wait=wait)
 
     def _store_uploaded(self, chunks: list[Chunk], *, verified: bool = True) -> int:

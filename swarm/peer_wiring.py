@@ -23,14 +23,14 @@ from streamer.identity import NodeIdentity, make_handshake
 from streamer.messages import PROTOCOL_VERSION, Handshake, Peers
 from streamer.requests import RequestTable
 from swarm.config import NodeConfig
-from swarm.gossip import Gossip
 from swarm.live.service import LiveService
-from swarm.offer_leases import LeasedStore, OfferLeases
-from swarm.peer import Peer
-from swarm.proofs import NodeProofs
-from swarm.pushsync import PushSync
-from swarm.retrieval import Retrieval
-from swarm.topology import Topology
+from swarm.net.gossip import Gossip
+from swarm.net.peer import Peer
+from swarm.net.pushsync import PushSync
+from swarm.net.retrieval import Retrieval
+from swarm.net.topology import Topology
+from swarm.proofs.service import NodeProofs
+from swarm.reserve.offer_leases import LeasedStore, OfferLeases
 from syncer.intake import ChunkIntake
 from syncer.puller import Puller
 from syncer.pullsync import PullSyncClient

@@ -20,13 +20,13 @@ from localstore.reserve import Reserve
 from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.config import NodeConfig
-from swarm.offer_leases import OfferLeases
-from swarm.peer_choice import Avoidance
-from swarm.pusher import Pusher
-from swarm.pushsync import PushPeer, PushSync
-from swarm.reserve_worker import ReserveWorker
-from swarm.settled_depth import SettledDepth
-from swarm.uploads import Uploads
+from swarm.net.peer_choice import Avoidance
+from swarm.net.pushsync import PushPeer, PushSync
+from swarm.reserve.offer_leases import OfferLeases
+from swarm.reserve.pusher import Pusher
+from swarm.reserve.settled_depth import SettledDepth
+from swarm.reserve.uploads import Uploads
+from swarm.reserve.worker import ReserveWorker
 
 __all__ = ["ReserveInputs", "ReserveServices", "build_reserve_services"]
 

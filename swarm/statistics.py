@@ -1,7 +1,7 @@
 """NodeStatistics: one immutable snapshot of what a node reports, taken from its services.
 
 The `/sync` and `/topology` documents, the Prometheus metrics and the command line's views are
-all pure functions of this snapshot (`swarm.status`, `swarm.metrics`), so they agree with each
+all pure functions of this snapshot (`swarm.api.status`, `swarm.api.metrics`), so they agree with each
 other and none of them reaches into a running service.
 """
 
@@ -13,10 +13,10 @@ from typing import Protocol
 from kademlia import PeerTable, TableSnapshot
 from streamer.messages import BIN_COUNT, SignedState
 from swarm.live.results import LiveStatistics
-from swarm.proofs import ProofsSnapshot
-from swarm.reserve_status import ReserveStatus
-from swarm.retrieval import Retrieval, RetrievalStatistics
-from swarm.sessions import Disconnection, Sessions
+from swarm.net.retrieval import Retrieval, RetrievalStatistics
+from swarm.net.sessions import Disconnection, Sessions
+from swarm.proofs.service import ProofsSnapshot
+from swarm.reserve.status import ReserveStatus
 from syncer.provable import ProvenLogs
 from syncer.puller import Puller, PullerStatistics
 from syncer.verifier import ChunkVerifier

@@ -79,7 +79,7 @@ class Upstream:
     ) -> None:
         self.conn = conn
         self.store = store
-        self._unwanted = unwanted  # told the offered chunks a want passed over (swarm/offer_leases.py)
+        self._unwanted = unwanted  # told the chunks a want passed over (swarm/reserve/offer_leases.py)
         self.window = window
         self.live_idle = live_idle
         self.proven = None if provable is None else ProvenServing(provable, conn, store.epoch, self._readable)

@@ -19,8 +19,8 @@ import pytest
 import trio
 
 from localstore import Chunk
-from swarm import downloads
-from swarm.chunker import split_bytes
+from swarm.api import downloads
+from swarm.files.chunker import split_bytes
 from swarm.node import Node
 from swarm.testing import node_config, preload, start_node, wait_for
 

@@ -18,10 +18,10 @@ from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
 from localstore.feeds import make_update_v1, make_update_v2, topic_from_text, update_id
 from localstore.soc import make_soc, validate_soc
-from swarm.bee_api import bee_routes
-from swarm.bee_types import BeeNodeInfo, BeePeer, BeeStatus
-from swarm.chunker import split_bytes
-from swarm.retrieval import ChunkUnavailable
+from swarm.api.bee import bee_routes
+from swarm.api.bee_types import BeeNodeInfo, BeePeer, BeeStatus
+from swarm.files.chunker import split_bytes
+from swarm.net.retrieval import ChunkUnavailable
 
 KEY = Secp256k1Key.from_hex("33" * 32)
 NODE_KEY = Secp256k1Key.from_hex("44" * 32)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swarm.byteranges import ByteRange, RangeNotSatisfiable, parse_range
+from swarm.api.byteranges import ByteRange, RangeNotSatisfiable, parse_range
 
 
 @pytest.mark.parametrize(

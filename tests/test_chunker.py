@@ -1,4 +1,4 @@
-"""Tests of swarm.chunker: bee's reference vectors, tree shape by hand, round trips, incremental
+"""Tests of swarm.files.chunker: bee's reference vectors, tree shape by hand, round trips, incremental
 feeding, byte ranges, and a joiner that refuses tampered or malformed trees."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import swarm.chunker as chunker
+import swarm.files.chunker as chunker
 from localstore.bmt import bmt_address
 from localstore.chunk import Chunk, InvalidChunk
-from swarm.chunker import (
+from swarm.files.chunker import (
     CorruptTree,
     Splitter,
     child_refs,
@@ -24,7 +24,7 @@ from swarm.chunker import (
     is_data_chunk,
     split_bytes,
 )
-from swarm.joiner import join, join_sync
+from swarm.files.joiner import join, join_sync
 
 CS = 4096
 Store = dict[bytes, Chunk]

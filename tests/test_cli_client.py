@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from swarm.chunker import split_bytes
+from swarm.files.chunker import split_bytes
 from swarm.testing import NodeProcess
 
 pytestmark = pytest.mark.process

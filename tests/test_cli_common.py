@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from swarm.cli_common import int_in
+from swarm.cli.common import int_in
 
 
 @given(st.one_of(st.integers(-5, 80).map(str), st.text(max_size=4)))

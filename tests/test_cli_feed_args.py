@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from localstore.feeds import topic_from_text
-from swarm.cli import build_parser
-from swarm.cli_common import CliError
-from swarm.cli_feed import update_target
+from swarm.cli.common import CliError
+from swarm.cli.feed import update_target
+from swarm.cli.main import build_parser
 
 REF = "ab" * 32
 

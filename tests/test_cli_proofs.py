@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trio
 
-from swarm.proof_document import InvalidProofDocument, parse_proof, verify_proof
+from swarm.proofs.document import InvalidProofDocument, parse_proof, verify_proof
 from swarm.testing import NodeProcess, node_config, poll, preload, random_chunks, start_node, wait_for
 
 CHUNKS = random_chunks(300, seed=171)

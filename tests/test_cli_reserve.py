@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from localstore.chunkfile import SLOT_SIZE
-from swarm.localswarm import read_node_info
+from swarm.cli.localswarm import read_node_info
 from swarm.testing import poll
 
 pytestmark = pytest.mark.process

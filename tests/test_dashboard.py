@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from swarm.dashboard import dashboard_page
+from swarm.api.dashboard import dashboard_page
 from swarm.testing import NodeProcess, poll
 from tests.chromium import CHROMIUM, Chromium
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localstore.feeds import MAX_INDEX
-from swarm.feed_lookup import SequenceLookup
+from swarm.feeds.lookup import SequenceLookup
 
 
 @dataclass

@@ -12,7 +12,7 @@ from localstore.chunk import Chunk
 from localstore.ethkey import Secp256k1Key
 from localstore.feeds import make_update_v1, make_update_v2, parse_update, topic_from_text, update_address
 from localstore.soc import InvalidSoc
-from swarm.feeds import find_at, find_latest, get_update, resolve_root
+from swarm.feeds.finder import find_at, find_latest, get_update, resolve_root
 
 KEY = Secp256k1Key.from_hex("22" * 32)
 OWNER = KEY.owner

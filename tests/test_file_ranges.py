@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localstore import Chunk, InvalidChunk
-from swarm.chunker import CorruptTree, child_refs, split_bytes
-from swarm.files import fetch_intermediates, read_file
+from swarm.files.chunker import CorruptTree, child_refs, split_bytes
+from swarm.files.transfer import fetch_intermediates, read_file
 
 SIZES = [0, 1, 4096, 4097, 128 * 4096, 128 * 4096 + 1, 1_100_000]
 

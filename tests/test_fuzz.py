@@ -1,6 +1,6 @@
 """The fuzz campaign at the size CI affords: damaged frames into the decoder, arbitrary messages
 into the downstream session and the greeting. Only the exceptions their shells handle may come
-out (`swarm.fuzz.EXPECTED`); `benches/fuzz.py` runs the same drivers for longer."""
+out (`swarm.testing.fuzz.EXPECTED`); `benches/fuzz.py` runs the same drivers for longer."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from streamer.codec import encode
 from streamer.identity import NodeIdentity
 from streamer.messages import ChunkDelivery, CursorsReply, OfferedHashes, Unsubscribed
-from swarm.fuzz import feed_decoder, feed_greeting, feed_session, mutate
+from swarm.testing.fuzz import feed_decoder, feed_greeting, feed_session, mutate
 from tests.test_messages import messages
 
 IDENTITY = NodeIdentity.generate()

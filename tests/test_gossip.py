@@ -11,7 +11,7 @@ from kademlia.addresses import PeerAddress
 from streamer.identity import NodeIdentity, make_peer_record
 from streamer.messages import GoodbyeCode, Message, Peers
 from streamer.outbox import Priority
-from swarm.gossip import Gossip
+from swarm.net.gossip import Gossip
 
 NET = 3
 
@@ -79,7 +79,7 @@ async def test_each_peer_is_told_each_record_once_own_first_and_never_its_own() 
 
 def test_a_peer_may_send_a_bounded_number_of_records_and_a_flood_drops_it() -> None:
     from streamer.errors import RemoteProtocolError
-    from swarm.gossip import RECORDS_PER_WINDOW, WINDOW
+    from swarm.net.gossip import RECORDS_PER_WINDOW, WINDOW
 
     now = [0.0]
     gossip = Gossip(NodeIdentity.generate(), NET, lambda _: True, clock=lambda: now[0])

@@ -1,4 +1,4 @@
-"""The hedged asking of peers (`swarm.hedged.first_success`) with peers that answer, fail or hang.
+"""The hedged asking of peers (`swarm.net.hedged.first_success`) with peers that answer, fail or hang.
 
 The peers are doubles (what they answer and when); the clock is trio's MockClock, so the times
 asserted are exact and cost nothing.
@@ -12,8 +12,8 @@ import pytest
 import trio
 import trio.testing
 
-from swarm.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
-from swarm.peer_choice import AttemptPlan, Avoidance
+from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
+from swarm.net.peer_choice import AttemptPlan, Avoidance
 
 TARGET = b"\x00"
 OWN = b"\xff"

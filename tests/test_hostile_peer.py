@@ -1200,7 +1200,7 @@ async def test_a_flood_of_half_open_connections_is_capped_and_honest_peers_still
     """Connections that never greet hold a task and a socket each until the handshake times out.
     From one address at most MAX_GREETINGS_PER_HOST are served at a time, the rest are closed at
     once; an honest peer from another address handshakes as usual."""
-    from swarm.sessions import MAX_GREETINGS_PER_HOST
+    from swarm.net.sessions import MAX_GREETINGS_PER_HOST
 
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:

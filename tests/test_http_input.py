@@ -1,4 +1,4 @@
-"""swarm.http_input: parsing what a client sent, against a naive model, and the error answers."""
+"""swarm.api.input: parsing what a client sent, against a naive model, and the error answers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from swarm.http_input import MAX_UINT64, HttpError, handled, parse_hex, parse_uint, read_body
+from swarm.api.input import MAX_UINT64, HttpError, handled, parse_hex, parse_uint, read_body
 
 HEXISH = st.text(alphabet=string.hexdigits + "xXg -", max_size=24)
 

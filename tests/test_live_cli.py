@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from swarm.cli_live import sse_events
+from swarm.cli.live import sse_events
 from swarm.live.loss import COUNTERS, LossTable
 from swarm.live.report import loss_document, loss_summary_row, loss_text
 from swarm.live.results import LiveStatistics

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from swarm.liveview import BinProgress, SyncRates, bin_progress, render
+from swarm.cli.liveview import BinProgress, SyncRates, bin_progress, render
 from swarm.testing import NodeProcess, preload, random_chunks
 
 

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from pot import proximity
-from swarm.chunker import split_bytes
-from swarm.localswarm import Member, read_node_info
+from swarm.cli.localswarm import Member, read_node_info
+from swarm.files.chunker import split_bytes
 from swarm.testing import poll
 
 pytestmark = pytest.mark.process

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swarm.logbudget import LogBudget
+from swarm.net.logbudget import LogBudget
 
 
 class Clock:

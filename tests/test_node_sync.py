@@ -8,8 +8,8 @@ import pytest
 import trio
 
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
+from swarm.api.status import sync_document
 from swarm.node import Node
-from swarm.status import sync_document
 from swarm.testing import node_config, random_chunks, start_node, wait_for
 
 

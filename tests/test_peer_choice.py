@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swarm.peer_choice import AttemptPlan, Avoidance, choose_next
+from swarm.net.peer_choice import AttemptPlan, Avoidance, choose_next
 
 addresses = st.binary(min_size=4, max_size=4)
 

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
-from swarm.chunker import split_bytes
+from swarm.files.chunker import split_bytes
 from swarm.testing import NodeProcess, poll
 from tests.reserve_helpers import spread_identities, write_identity
 

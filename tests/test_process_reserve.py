@@ -37,7 +37,7 @@ from localstore import LocalStore
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
 from localstore.storefiles import BINS
 from pot import proximity
-from swarm.chunker import split_bytes
+from swarm.files.chunker import split_bytes
 from swarm.testing import NodeProcess, poll
 from tests.reserve_helpers import spread_identities, write_identity
 
@@ -50,7 +50,7 @@ TIMEOUT = 240.0
 MARGIN = CAPACITY // 6
 """How far a reserve may exceed its capacity while it evicts: what pull syncing stores and
 receipts release in the worker's tenth of a second between rounds, and the chunks of offers in
-flight (leased: swarm/offer_leases.py). Measured at load 7-10: 97 over 1,200 and 79 over 2,000."""
+flight (leased: swarm/reserve/offer_leases.py). Measured at load 7-10: 97 over 1,200 and 79 over 2,000."""
 
 
 def node_args() -> list[str]:

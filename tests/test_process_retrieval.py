@@ -41,7 +41,7 @@ from localstore.ethkey import Secp256k1Key
 from localstore.feeds import make_update_v1, topic_from_text, update_address
 from pot import proximity
 from streamer.identity import NodeIdentity
-from swarm.chunker import split_bytes
+from swarm.files.chunker import split_bytes
 from swarm.testing import NodeProcess, poll
 from tests.reserve_helpers import write_identity
 

@@ -38,7 +38,7 @@ from streamer.messages import (
     Subscribe,
 )
 from streamer.states import verify_receipt
-from swarm.tables import sync_status_text
+from swarm.cli.tables import sync_status_text
 from swarm.testing import NodeProcess, poll, preload, random_chunks
 from syncer.interval_store import IntervalStore
 from syncer.proving import proven_offer

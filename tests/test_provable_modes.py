@@ -1,4 +1,4 @@
-"""`--provable-sync off|sign|verify` between two in-process nodes (swarm/proofs.py).
+"""`--provable-sync off|sign|verify` between two in-process nodes (swarm/proofs/service.py).
 
 verify pulling from verify checks every proof and leaves receipts at the upstream; sign pulls
 from a provable upstream without checking (no receipts); off pulls plain offers from off, with

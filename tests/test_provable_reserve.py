@@ -28,7 +28,7 @@ import pytest
 from localstore import LocalStore
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
 from localstore.storefiles import BINS
-from swarm.proof_document import parse_proof, verify_proof
+from swarm.proofs.document import parse_proof, verify_proof
 from swarm.testing import NodeProcess, poll, preload, random_chunks
 from syncer.proof_store import ProofStore
 

@@ -18,11 +18,11 @@ from pot import proximity
 from streamer.identity import NodeIdentity
 from streamer.messages import PushReceipt
 from streamer.push_receipts import BadReceipt, make_receipt, verify_receipt
-from swarm.chunker import split_bytes
+from swarm.files.chunker import split_bytes
+from swarm.net.push_requests import PushFailed
+from swarm.net.pushsync import NoCloserPeer
 from swarm.node import Node
-from swarm.push_requests import PushFailed
-from swarm.pusher import Pusher
-from swarm.pushsync import NoCloserPeer
+from swarm.reserve.pusher import Pusher
 from swarm.testing import node_config, start_node, wait_for
 from tests.reserve_helpers import spread_identities, write_identity
 

@@ -14,7 +14,7 @@ import trio.testing
 
 from localstore import Chunk, LocalStore
 from localstore.reserve import Reserve, storage_radius
-from swarm.reserve_worker import ReserveWorker
+from swarm.reserve.worker import ReserveWorker
 from tests.test_puller import PEER, FakeClient, cursors, puller, settle
 
 OVERLAY = bytes(32)

@@ -161,7 +161,7 @@ def test_pins_count_shared_chunks_and_persist(tmp_path: Path) -> None:
 
 
 def test_guarded_chunks_wait_and_leases_expire(tmp_path: Path) -> None:
-    from swarm.offer_leases import LeasedStore, OfferLeases
+    from swarm.reserve.offer_leases import LeasedStore, OfferLeases
 
     now = [0.0]
     pool = chunks(6, seed=8)
@@ -182,7 +182,7 @@ def test_guarded_chunks_wait_and_leases_expire(tmp_path: Path) -> None:
 
 
 def test_a_chunk_offered_twice_stays_leased_until_both_are_delivered() -> None:
-    from swarm.offer_leases import OfferLeases
+    from swarm.reserve.offer_leases import OfferLeases
 
     now = [0.0]
     leases = OfferLeases(ttl=10, clock=lambda: now[0])

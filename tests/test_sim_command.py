@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from swarm.cli_common import CliError
-from swarm.sim import add_sim_parser
-from swarm.sim.command import Progress
+from swarm.cli.common import CliError
+from swarm.cli.sim import Progress, add_sim_parser
 from swarm.sim.sparkstart import SparkUnavailable, find_java
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from swarm.sim import add_sim_parser
+from swarm.cli.sim import add_sim_parser
 from swarm.sim.grid import GridKey, SimParams
 from swarm.sim.plots import PLOTS
 from swarm.sim.report import FAILED_NOTE, METRICS, mean_interval
@@ -251,7 +251,7 @@ def test_summary_csv_is_the_mean_over_runs(outputs: Outputs) -> None:
 
 
 def test_a_bad_master_is_one_line(outputs: Outputs, tmp_path: Path) -> None:
-    from swarm.cli_common import CliError
+    from swarm.cli.common import CliError
 
     parser = argparse.ArgumentParser(prog="swarm")
     add_sim_parser(parser.add_subparsers(dest="command"))

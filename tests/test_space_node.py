@@ -119,7 +119,7 @@ async def test_a_stalled_node_names_the_missing_message_and_resumes_when_it_arri
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    from swarm.cli import main
+    from swarm.cli.main import main
 
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -184,8 +184,8 @@ def load_space(path: Path) -> str:
 def test_a_node_takes_its_space_inactivity_timeout_from_the_command_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from swarm.cli import build_parser
-    from swarm.cli_space_args import space_config
+    from swarm.cli.main import build_parser
+    from swarm.cli.space_args import space_config
 
     args = build_parser().parse_args(["node", "--data-dir", "d", "--space-inactive-after", "90"])
     assert space_config(args).inactive_after == 90.0

@@ -9,7 +9,7 @@ import httpx
 import trio
 
 from pot import proximity
-from swarm.chunker import split_bytes
+from swarm.files.chunker import split_bytes
 from swarm.node import Node
 from swarm.testing import node_config, start_node, wait_for
 

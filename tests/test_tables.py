@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from swarm.tables import disconnections_text, sync_status_text, table
+from swarm.cli.tables import disconnections_text, sync_status_text, table
 
 
 def _record(**changes: Any) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def test_sync_status_lists_disconnections_only_when_there_are_some() -> None:
 
 
 def test_node_events_show_only_what_happened() -> None:
-    from swarm.tables import node_events_text
+    from swarm.cli.tables import node_events_text
 
     assert node_events_text({"equivocations": 0, "violations": 0}) == ""
     text = node_events_text({"equivocations": 2, "violations": 0, "damaged_lost": 1})

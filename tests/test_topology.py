@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from kademlia import PeerTable
 from kademlia.addresses import AddressBook, DialPolicy, PeerAddress
-from swarm.settled_depth import SettledDepth
-from swarm.topology import Topology
+from swarm.net.topology import Topology
+from swarm.reserve.settled_depth import SettledDepth
 
 BASE = bytes(32)
 FAR = [bytes([0x80 | i]) + bytes(31) for i in range(4)]  # all in bin 0 of BASE

@@ -13,7 +13,7 @@ from localstore import Chunk, ChunkDamaged, ChunkNotFound
 from localstore.ethkey import Secp256k1Key
 from swarm.live.config import LiveConfig
 from swarm.live.service import LiveService
-from swarm.retrieval import Retrieval
+from swarm.net.retrieval import Retrieval
 
 __all__ = ["FRAME_KEY", "build_live_service"]
 

@@ -1,6 +1,6 @@
 """What a local follower or subscriber is told, and how it reads as JSON (pure).
 
-These are the events of the live streams served over HTTP (`swarm.live_api`, server-sent events)
+These are the events of the live streams served over HTTP (`swarm.api.live`, server-sent events)
 and printed by `swarm feed follow` and `swarm topic subscribe`. Sequence numbers are 64-bit and
 are written as ``0x``-prefixed hex strings in JSON (a JavaScript number holds 53 bits); feed
 indices are plain integers.

@@ -26,7 +26,7 @@ import trio
 
 from localstore.feeds import FeedUpdate, parse_update, update_address
 from localstore.invalid import InvalidChunk
-from swarm.feeds import find_latest
+from swarm.feeds.finder import find_latest
 from swarm.live.advisory import Advisory
 from swarm.live.events import AdvisoryEvent, FollowStarted, LiveEvent, LossNotice, UpdateShown
 from swarm.live.feed_order import FeedOrder, GapSchedule, Ready, Skipped

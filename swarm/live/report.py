@@ -13,7 +13,7 @@ from typing import Any
 
 from swarm.live.loss import COUNTERS
 from swarm.live.results import LiveStatistics
-from swarm.tables import table
+from swarm.render import table
 
 __all__ = ["SHORT_NAMES", "loss_document", "loss_summary_row", "loss_text"]
 

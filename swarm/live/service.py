@@ -46,8 +46,8 @@ from swarm.live.results import Equivocation, LiveStatistics, Published
 from swarm.live.seqno import PublisherSequence
 from swarm.live.subscription import TopicSubscription
 from swarm.live.uploads import feed_updates_among
-from swarm.logbudget import LogBudget
-from swarm.retrieval import ChunkUnavailable
+from swarm.net.logbudget import LogBudget
+from swarm.net.retrieval import ChunkUnavailable
 
 __all__ = ["LiveService"]
 

@@ -1,9 +1,6 @@
-"""Load-balancing simulations of peer suggestion strategies, run on Spark (``swarm sim``).
+"""Load-balancing simulations of peer suggestion strategies, run on Spark (``swarm sim``, whose
+command is `swarm.cli.sim`).
 
 Each network is built from the node's own ``kademlia.PeerTable`` and ``kademlia.suggest_peer``; see
 docs/simulation.md for what is measured and how.
 """
-
-from .command import add_sim_parser
-
-__all__ = ["add_sim_parser"]

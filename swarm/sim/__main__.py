@@ -7,8 +7,8 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from swarm.cli_common import CliError
-    from swarm.sim.command import add_sim_parser
+    from swarm.cli.common import CliError
+    from swarm.cli.sim import add_sim_parser
 
     parser = argparse.ArgumentParser(prog="swarm")
     add_sim_parser(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))

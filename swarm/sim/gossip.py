@@ -14,7 +14,7 @@ and what they announce, turn over all the time; the simulation stands for that w
 all the bootnode knows (bootnodes keep every peer they hear of). Were the bootnode kept as a peer, every
 node would have it as its first-learned peer and ``first`` would make it the hub of the whole network.
 
-This node's own gossip (``swarm.gossip``) sends every record it has to every peer: in a 16,384-node
+This node's own gossip (``swarm.net.gossip``) sends every record it has to every peer: in a 16,384-node
 network that is every node knowing every other, which neither scales nor matches a real swarm, so the
 simulation follows bee here.
 """

@@ -1,4 +1,4 @@
-"""Using a space through a node's HTTP API (`swarm.spaces.routes`): the CLI's and the tests' client.
+"""Using a space through a node's HTTP API (`swarm.api.spaces`): the CLI's and the tests' client.
 
 Writing happens here, with the writer's key: the node says what the member's next message must
 carry (its sequence number, the timeframe the node has processed and the member's previous

@@ -18,7 +18,7 @@ import trio
 from localstore import Chunk, ChunkDamaged, ChunkNotFound
 from localstore.feeds import parse_update
 from localstore.soc import InvalidSoc
-from swarm.retrieval import ChunkUnavailable
+from swarm.net.retrieval import ChunkUnavailable
 from swarm.spaces.config import SpaceConfig
 from swarm.spaces.messages import (
     MEMBERS_TOPIC,

@@ -1,0 +1,300 @@
+"""The HTTP API: an ASGI app (starlette) served by hypercorn's trio worker.
+
+Shaped like the reference node's: JSON everywhere except raw chunk and file bytes; errors are
+`{"code": status, "message": "..."}` with a message naming what was wrong. Chunk and file bytes
+answer Range requests (swarm.api.byteranges); files are answered by swarm.api.downloads. A client that
+goes away mid-request is an INFO line, not an error: only real faults are logged as errors.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Protocol
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from localstore import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
+from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
+from localstore.soc import parse_soc
+from swarm.api.bee import soc_and_feed_routes
+from swarm.api.bee_status import status_routes
+from swarm.api.bee_types import BeeBackend
+from swarm.api.byteranges import RangeNotSatisfiable, parse_range
+from swarm.api.dashboard import dashboard_routes, with_local_cors
+from swarm.api.downloads import TreeResponse, file_response, range_headers
+from swarm.api.input import HttpError, error_response, parse_address, read_body
+from swarm.api.live import live_routes
+from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from swarm.api.metrics import metrics_text
+from swarm.api.proofs import ProofSource, proof_routes
+from swarm.api.reserve import flag, reserve_routes, tag_header
+from swarm.api.spaces import space_routes  # spaces (issue 15)
+from swarm.api.status import sync_document, topology_document
+from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
+from swarm.files.chunker import CorruptTree
+from swarm.files.transfer import Upload
+from swarm.live.service import LiveService
+from swarm.net.retrieval import ChunkUnavailable
+from swarm.reserve.uploads import Uploads
+from swarm.spaces.service import SpaceService  # spaces (issue 15)
+from swarm.statistics import NodeStatistics
+from syncer.evidence import EquivocationLog
+
+
+class ChunkGetter(Protocol):
+    async def get(self, address: bytes) -> Chunk: ...
+
+
+class ChunkLookup(Protocol):
+    def has(self, address: bytes) -> bool: ...
+
+
+class Node(Protocol):
+    """What the API uses of the node (the node implements it; tests may give a double)."""
+
+    @property
+    def overlay(self) -> bytes: ...
+
+    @property
+    def retrieval(self) -> ChunkGetter: ...
+
+    @property
+    def store(self) -> ChunkLookup: ...
+
+    async def upload_chunks(
+        self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True
+    ) -> int: ...
+
+    @property
+    def uploads(self) -> Uploads: ...
+
+    def statistics(self) -> NodeStatistics: ...
+
+    @property
+    def bee(self) -> BeeBackend: ...
+
+    @property
+    def equivocations(self) -> EquivocationLog: ...
+
+    @property
+    def proofs(self) -> ProofSource: ...
+
+    @property
+    def spaces(self) -> SpaceService: ...  # spaces (issue 15)
+
+    @property
+    def live(self) -> LiveService: ...
+
+
+log = logging.getLogger(__name__)
+
+
+def build_app(node: Node) -> ASGIApp:
+    """The ASGI app of one node."""
+    routes = [
+        *chunk_routes(node.retrieval, node.store, node.upload_chunks),
+        *file_routes(node.uploads, node.retrieval),
+        *report_routes(node.statistics, node.equivocations),
+        *reserve_routes(node.uploads),  # uploads' tags and pins
+        *proof_routes(node.proofs),  # provable streams (issue 16): GET /proofs/{address}
+        *dashboard_routes(),
+        *live_routes(node.live, node.overlay),  # live propagation (swarm/api/live.py)
+        # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
+        # /status, /peers (docs/bee-compat.md)
+        *soc_and_feed_routes(node.bee),
+        *status_routes(node.bee),
+        *space_routes(node.spaces),  # spaces (issue 15): swarm/api/spaces.py
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            HttpError: _http_error,
+            InvalidChunk: _invalid_chunk,
+            RangeNotSatisfiable: _not_satisfiable,
+        },
+    )
+    return departures_logged(with_local_cors(app))
+
+
+class ChunkUploader(Protocol):
+    async def __call__(self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True) -> int: ...
+
+
+def chunk_routes(retrieval: ChunkGetter, store: ChunkLookup, upload_chunks: ChunkUploader) -> list[Route]:
+    """POST /chunks (a content chunk, or a full single-owner chunk), GET and HEAD /chunks/{a}."""
+
+    async def post_chunk(request: Request) -> Response:
+        data = await read_body(request, MAX_DATA_SIZE)
+        if len(data) < SPAN_SIZE:
+            raise HttpError(
+                400, f"chunk must be an 8-byte little-endian span then the payload; got {len(data)} bytes"
+            )
+        if len(data) <= MAX_CAC_DATA_SIZE:  # a content chunk, as in Bee (a SOC this short: POST /soc)
+            span = int.from_bytes(data[:SPAN_SIZE], "little")
+            chunk = Chunk(bmt_address(data[SPAN_SIZE:], span), data)  # its address is its hash
+        else:
+            chunk = Chunk.from_soc(parse_soc(data))  # a full single-owner chunk, signature checked
+        await upload_chunks([chunk], verified=True, wait=not flag(request, "swarm-deferred-upload"))
+        return JSONResponse({"reference": chunk.address.hex()}, status_code=201)
+
+    async def get_chunk(request: Request) -> Response:
+        address = parse_address(request.path_params["address"])
+        if request.method == "HEAD":
+            # from the local store alone, never retrieving: shows where chunks live
+            status = 200 if store.has(address) else 404
+            return Response(status_code=status)
+        try:
+            chunk = await retrieval.get(address)
+        except ChunkUnavailable as exc:
+            return error_response(504 if exc.timed_out else 404, str(exc))
+        byte_range = parse_range(request.headers.get("range"), len(chunk.data))
+        headers = range_headers(address, byte_range)
+        if byte_range is None:
+            return Response(chunk.data, headers=headers, media_type="application/octet-stream")
+        part = chunk.data[byte_range.start : byte_range.end]
+        return Response(part, status_code=206, headers=headers, media_type="application/octet-stream")
+
+    return [
+        Route("/chunks", post_chunk, methods=["POST"]),
+        Route("/chunks/{address}", get_chunk, methods=["GET", "HEAD"]),
+    ]
+
+
+def file_routes(uploads: Uploads, retrieval: ChunkGetter) -> list[Route]:
+    """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}."""
+
+    async def post_bytes(request: Request) -> Response:
+        # -- receipts and pins (issue 17): the upload is a tag of the pusher (swarm/reserve/uploads.py);
+        # its chunks' addresses are computed by the splitter, so they are stored unverified
+        session = uploads.begin(tag_header(request))
+        upload = Upload(session.store)
+        try:
+            async for piece in request.stream():
+                upload.feed(piece)
+        except ClientDisconnect as exc:
+            exc.add_note(f"upload cut short after {upload.size} bytes ({upload.chunks} chunks stored)")
+            raise
+        reference = upload.finish()
+        pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
+        receipts = await uploads.finish(session, reference, pin=pin, wait=wait)
+        body = {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
+        return JSONResponse(body, status_code=201, headers={"swarm-tag": str(session.tag.uid)})
+        # -- end of receipts and pins
+
+    async def get_bytes(request: Request) -> Response | TreeResponse:
+        reference = parse_address(request.path_params["reference"])
+        try:
+            return await file_response(
+                reference,
+                retrieval.get,
+                head=request.method == "HEAD",
+                range=request.headers.get("range"),
+            )
+        except ChunkUnavailable as exc:
+            return error_response(504 if exc.timed_out else 404, str(exc))
+        except (InvalidChunk, CorruptTree) as exc:
+            return error_response(502, f"file {reference.hex()} is corrupt: {exc}")
+
+    return [
+        Route("/bytes", post_bytes, methods=["POST"]),
+        Route("/bytes/{reference}", get_bytes, methods=["GET", "HEAD"]),
+    ]
+
+
+def report_routes(statistics: Callable[[], NodeStatistics], evidence_log: EquivocationLog) -> list[Route]:
+    """What the node reports: /sync, /topology, /metrics, /equivocations (one snapshot each)."""
+
+    async def sync(request: Request) -> Response:
+        return JSONResponse(sync_document(statistics()))
+
+    async def topology(request: Request) -> Response:
+        return JSONResponse(topology_document(statistics()))
+
+    async def metrics(request: Request) -> Response:
+        return Response(metrics_text(statistics()), media_type=METRICS_CONTENT_TYPE)
+
+    async def equivocations(request: Request) -> Response:
+        evidence = [
+            {
+                "sequence": e.sequence,
+                "address": e.address.hex(),
+                "first": e.first.hex(),
+                "second": e.second.hex(),
+            }
+            for e in evidence_log.recent()
+        ]
+        return JSONResponse(evidence)
+
+    return [
+        Route("/sync", sync, methods=["GET"]),
+        Route("/topology", topology, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/equivocations", equivocations, methods=["GET"]),
+    ]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HttpError)
+    return error_response(exc.status, exc.message)
+
+
+async def _invalid_chunk(request: Request, exc: Exception) -> Response:
+    return error_response(400, f"invalid chunk: {exc}")
+
+
+async def _not_satisfiable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RangeNotSatisfiable)
+    response = error_response(416, str(exc))
+    response.headers["content-range"] = exc.content_range
+    return response
+
+
+def departures_logged(app: ASGIApp) -> ASGIApp:
+    """`app`, with a client that disconnects mid-request logged as INFO instead of being raised
+    (hypercorn would log it as an ERROR with a traceback)."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await app(scope, receive, send)
+        except Exception as exc:
+            leaves = leaf_exceptions(exc)
+            if not all(isinstance(leaf, ClientDisconnect) for leaf in leaves):
+                raise
+            notes = "; ".join(note for leaf in leaves for note in getattr(leaf, "__notes__", ()))
+            log.info(
+                "%s %s: the client went away before the request ended%s",
+                scope["method"],
+                scope["path"],
+                f": {notes}" if notes else "",
+            )
+
+    return wrapped
+
+
+async def serve_api(
+    node: Node, host: str, port: int, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Serve the API until cancelled; reports the bound port."""
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.graceful_timeout = 1.0
+    async with trio.open_nursery() as nursery:
+        try:
+            binds: list[str] = await nursery.start(partial(serve, build_app(node), config))  # type: ignore[arg-type]
+        except Exception as exc:
+            cause = bind_error(exc)
+            if cause is None:
+                raise
+            raise PortUnavailable("the HTTP API (--api-port)", host, port, cause) from None
+        task_status.started(int(binds[0].rsplit(":", 1)[1]))

@@ -1,0 +1,210 @@
+"""`swarm node`: run one node in the foreground, and its command-line options.
+
+Split from `swarm.cli.main` (which builds the whole parser and dispatches) because the node command is
+the one that turns options into a `NodeConfig`, runs the node under trio and turns a failed start
+into one line; the client commands live in their own cli_* modules the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from localstore.cache import DEFAULT_CACHE_BYTES
+from swarm.cli.common import (
+    CliError,
+    add_suggest_option,
+    int_in,
+    mebibytes,
+    parse_hostport,
+    port_number,
+    seconds_in,
+    worker_count,
+)
+from swarm.cli.reserve import add_capacity_option, neighbourhood_size
+from swarm.cli.space_args import add_space_node_options, space_config  # spaces (issue 15)
+from swarm.live.config import LiveConfig
+from swarm.live.pruning import DEFAULT_EAGER
+from syncer.verifier import default_workers
+
+__all__ = ["add_node_parser", "cmd_node", "network_range"]
+
+
+eager_paths = int_in("a number of paths", 0, 64)
+
+
+def network_range(text: str) -> str:
+    """An IP network in CIDR notation (argparse type)."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP network (CIDR, e.g. 10.0.0.0/8): {text!r}") from None
+
+
+def add_node_parser(sub: Any) -> None:
+    """Register `swarm node` and its options on the subcommand parsers `sub`."""
+    p = sub.add_parser(
+        "node",
+        help="run one node in the foreground",
+        description="Run one node until SIGINT or SIGTERM. The chosen ports are printed and written to "
+        "DIR/node.json; the identity lives in DIR/node.key, the chunk store in DIR/localstore/.",
+    )
+    p.add_argument(
+        "--data-dir", required=True, metavar="DIR", help="the node's data directory (created if missing)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on for peers (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=port_number, default=1634, help="peer port (default 1634; 0 picks a free one)"
+    )
+    p.add_argument(
+        "--api-port",
+        type=port_number,
+        default=1633,
+        help="HTTP API port on 127.0.0.1 (default 1633; 0: free one)",
+    )
+    p.add_argument("--no-api", action="store_true", help="do not serve the HTTP API")
+    p.add_argument(
+        "--peer",
+        type=parse_hostport,
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="a peer to dial and keep connected (repeatable)",
+    )
+    p.add_argument("--network-id", type=int, default=1, help="only peers of this network connect (default 1)")
+    add_suggest_option(p)
+    p.add_argument(
+        "--no-gossip",
+        action="store_true",
+        help="static peering: no peer records sent or learned (only --peer and peers that dial in)",
+    )
+    p.add_argument(
+        "--cache-mib",
+        type=mebibytes,
+        default=DEFAULT_CACHE_BYTES // 2**20,
+        metavar="MIB",
+        help="memory for chunks retrieved or forwarded for others, answering repeat requests "
+        f"without the network (default {DEFAULT_CACHE_BYTES // 2**20}; 0: no cache)",
+    )
+    p.add_argument(
+        "--verify-workers",
+        type=worker_count,
+        default=default_workers(),
+        metavar="N",
+        help="processes that verify synced chunks (BMT hashing) on other cores, 0..8; 0 verifies in "
+        f"the node's process (default: one per core beyond the first, at most 4: {default_workers()} here)",
+    )
+    p.add_argument(
+        "--dial-allow",
+        type=network_range,
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="a network whose addresses gossip may make this node dial (repeatable; default: "
+        "loopback only when listening on loopback, else any address but loopback, link-local and "
+        "multicast); --peer addresses are always dialled",
+    )
+    p.add_argument(
+        "--channel",
+        choices=("tls", "plain"),
+        default="tls",
+        help="tls (default): every connection is TLS 1.3, bound to the peers' identities; plain: no "
+        "encryption, for measuring what TLS costs (a plain node only talks to plain nodes)",
+    )
+    p.add_argument(
+        "--hedge-after",
+        type=seconds_in(0.01, 10),
+        default=0.5,
+        metavar="S",
+        help="retrieval and push syncing: an attempt silent this long gets a parallel one at the next "
+        "closest peer, the first good answer wins (0.01..10 s; default 0.5, chosen with "
+        "benches.retrieval; raise it on slow links)",
+    )
+    add_capacity_option(p)  # issue 17: the reserve
+    p.add_argument(
+        "--neighbourhood-size",
+        type=neighbourhood_size,
+        default=3,
+        metavar="N",
+        help="peers at or beyond the depth a node wants; the depth caps the storage radius (default 3)",
+    )
+    p.add_argument(
+        "--provable-sync",
+        choices=("off", "sign", "verify"),
+        default="verify",
+        help="provable bin streams: verify (default) signs states of this node's bin logs and checks "
+        "every peer's proofs, signing receipts; sign serves them but pulls without checking; off keeps "
+        "no logs and serves plain streams (for measuring the cost; a verifying peer does not pull from it)",
+    )
+    add_space_node_options(p)  # spaces (issue 15)
+    p.add_argument(
+        "--live-eager",
+        type=eager_paths,
+        default=DEFAULT_EAGER,
+        metavar="N",
+        help="live propagation: unpaused paths kept per publisher; a peer that only brings repeats of "
+        f"a publisher's messages beyond these is asked to stop pushing them (default {DEFAULT_EAGER}; "
+        "0: never ask, every path pushes everything; docs/live.md)",
+    )
+    p.set_defaults(func=cmd_node)
+
+
+def cmd_node(args: argparse.Namespace) -> int:
+    from swarm.config import NodeConfig
+    from swarm.failures import describe_node_failure
+
+    config = NodeConfig(
+        data_dir=Path(args.data_dir),
+        host=args.host,
+        port=args.port,
+        api_port=None if args.no_api else args.api_port,
+        peers=tuple(args.peer),
+        network_id=args.network_id,
+        strategy=args.suggest,
+        gossip=not args.no_gossip,
+        cache_bytes=args.cache_mib * 2**20,
+        verify_workers=args.verify_workers,
+        channel=args.channel,
+        dial_networks=tuple(args.dial_allow),
+        neighbourhood_size=args.neighbourhood_size,
+        hedge_after=args.hedge_after,
+        **({"capacity": args.capacity} if args.capacity else {}),
+        provable_sync=args.provable_sync,
+        spaces=space_config(args),  # spaces (issue 15)
+        live=LiveConfig(eager=args.live_eager),
+    )
+    # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and
+    # turn a clean exit into a signal death): the signal receiver of _run_node takes them while
+    # the node runs and restores these handlers when it is done.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        trio.run(_run_node, config)
+    except Exception as exc:  # arrives inside trio's exception groups: said in one line
+        raise CliError(
+            describe_node_failure(exc, data_dir=config.data_dir, host=config.host, port=config.port)
+        ) from None
+    return 0
+
+
+async def _run_node(config: Any) -> None:
+    from swarm.node import Node
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        node = Node(config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(node.run)
+            api = f"http://{config.api_host}:{node.api_port}" if node.api_port else "off"
+            p2p = f"{config.host}:{node.p2p_port}"
+            print(f"node {node.overlay.hex()} p2p {p2p} api {api} data {config.data_dir}", flush=True)
+            async for signum in signals:
+                logging.getLogger("swarm").info("%s: shutting down", signal.Signals(signum).name)
+                nursery.cancel_scope.cancel()
+                break

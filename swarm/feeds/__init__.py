@@ -1,0 +1,3 @@
+"""Reading sequence feeds through the swarm: the probe planner (`lookup`, pure) and its driver
+(`finder`). The feed formats are `localstore.feeds`.
+"""

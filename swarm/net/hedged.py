@@ -1,0 +1,146 @@
+"""Asking peers one after another, and a second in parallel when the first is slow (trio shell).
+
+The rule of whom to ask is `swarm.net.peer_choice`'s; this runs it. One attempt goes to the first
+peer the plan names. A failure (not found, refused, the peer went away) starts the next attempt at
+once; an attempt that has not answered within ``hedge_after`` seconds gets company: the next peer
+is asked in parallel, and so on every ``hedge_after`` while attempts remain. The first good answer
+wins and the attempts still under way are cancelled. Nothing waits past the request's
+``timeout``: at the deadline every attempt is cancelled. A peer that timed out, or was still
+silent ``slow_after`` seconds into a request that ended without it, is recorded in the
+`Avoidance`, so the next requests try it last.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import trio
+
+from swarm.net.peer_choice import AttemptPlan, Avoidance
+
+__all__ = ["AttemptFailed", "HedgePolicy", "NoPeerDelivered", "first_success"]
+
+
+class AttemptFailed(Exception):
+    """One peer did not deliver: it answered a failure, went away, sent something invalid, or
+    (``timed_out``) did not answer in time."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class NoPeerDelivered(Exception):
+    """Every attempt failed, no candidate was left, or the deadline passed first."""
+
+    def __init__(self, failures: list[str], *, asked: int, timed_out: bool) -> None:
+        super().__init__("; ".join(failures) if failures else "no peer to ask")
+        self.failures = failures
+        self.asked = asked
+        self.timed_out = timed_out
+
+
+@dataclass(frozen=True)
+class HedgePolicy:
+    """How a request is spread over peers in time."""
+
+    timeout: float = 10.0  # the whole request's deadline
+    hedge_after: float = 0.5  # a silent attempt gets a parallel one after this long
+    slow_after: float = 2.0  # a peer still silent this long into an ended request is avoided
+
+
+class HasOverlay(Protocol):
+    @property
+    def overlay(self) -> bytes: ...
+
+
+P = TypeVar("P", bound=HasOverlay)
+T = TypeVar("T")
+
+
+@dataclass
+class _Answer(Generic[P, T]):
+    peer: P
+    value: T | None
+    error: AttemptFailed | None
+
+
+async def first_success(
+    plan: AttemptPlan,
+    peers: Callable[[], Mapping[bytes, P]],
+    attempt: Callable[[P, float], Awaitable[T]],
+    *,
+    policy: HedgePolicy,
+    avoidance: Avoidance | None = None,
+) -> tuple[P, T]:
+    """The first peer (and its answer) that `attempt` succeeds with, asking as `plan` says.
+
+    ``peers()`` maps the overlays of the peers that may be asked now to the peers; ``attempt``
+    gets a peer and the request's deadline (``trio.current_time()`` clock) and returns the value or
+    raises `AttemptFailed`. Raises `NoPeerDelivered` when nobody delivered.
+    """
+    deadline = trio.current_time() + policy.timeout
+    send, receive = trio.open_memory_channel[_Answer[P, T]](math.inf)
+    started: dict[bytes, float] = {}
+    failures: list[str] = []
+    timed_out = False
+    winner: _Answer[P, T] | None = None
+
+    async def run(peer: P) -> None:
+        try:
+            value = await attempt(peer, deadline)
+        except AttemptFailed as exc:
+            send.send_nowait(_Answer(peer, None, exc))
+        else:
+            send.send_nowait(_Answer(peer, value, None))
+
+    with trio.move_on_at(deadline) as overall:
+        async with trio.open_nursery() as nursery:
+
+            def launch() -> None:
+                candidates = peers()
+                now = trio.current_time()
+                avoided = avoidance.avoided(now) if avoidance is not None else frozenset()
+                overlay = plan.next_peer(candidates, avoided)
+                if overlay is not None:
+                    started[overlay] = now
+                    nursery.start_soon(run, candidates[overlay])
+
+            launch()
+            while plan.in_flight:
+                with trio.move_on_after(policy.hedge_after) as hedge:
+                    answer = await receive.receive()
+                if hedge.cancelled_caught:
+                    launch()
+                    continue
+                overlay = answer.peer.overlay
+                plan.finished(overlay)
+                if answer.error is None:
+                    if avoidance is not None:
+                        avoidance.answered(overlay)
+                    winner = answer
+                    nursery.cancel_scope.cancel()
+                    break
+                failures.append(str(answer.error))
+                timed_out |= answer.error.timed_out
+                if avoidance is not None:
+                    if answer.error.timed_out:
+                        avoidance.timed_out(overlay, trio.current_time())
+                    else:
+                        avoidance.answered(overlay)
+                launch()
+    now = trio.current_time()
+    if avoidance is not None:
+        for overlay in plan.in_flight:  # cancelled while still silent
+            if now - started[overlay] >= policy.slow_after:
+                avoidance.timed_out(overlay, now)
+    if winner is not None:
+        assert winner.value is not None
+        return winner.peer, winner.value
+    if overall.cancelled_caught:
+        failures.append(f"no answer within {policy.timeout:g}s")
+        timed_out = True
+    raise NoPeerDelivered(failures, asked=len(plan.tried), timed_out=timed_out)

@@ -1,0 +1,329 @@
+"""Pusher: an upload's chunks held until two nodes of their neighbourhood have signed for them.
+
+Every uploaded chunk is stored locally first (so the upload never waits for its own disk), then
+it is *pending* until it is **durable**: held, each with a signed receipt, by at least two
+distinct nodes of its neighbourhood, at least one of them not this node. A chunk of this node's
+own neighbourhood (``responsible``) counts this node's own receipt as the first; every other
+chunk needs two peers' receipts. A node with no connected peer is a swarm of one: its own copy is
+all there is, and a chunk of its neighbourhood is durable at once; a chunk whose every reachable
+node already signed is durable with what it has (the swarm has fewer nodes). So when
+``POST /bytes`` answers, the uploader may die and nothing is lost.
+
+A pending chunk is kept outside the reserve's accounting, never evicted, recorded in the state
+namespace (``b"push/" + address``, with the storers that signed so far, so a restart goes on
+where it was), and pushed (swarm/net/pushsync.py) by `workers` tasks, each push skipping the storers
+already counted. A push that fails (no answer, a failure, a receipt that proves nothing) is
+tried again after a delay that doubles up to ``retry_max``, for as long as the node runs. Once
+durable the chunk is an ordinary chunk, which the reserve may evict (first, if it lies outside
+the radius).
+
+While an upload is under way all its chunks are held (``uploading``), also the durable ones, so
+that eviction cannot take one before the upload is done and pinned if asked. Each upload has a
+`Tag` (Bee's word) counting its chunks as they are split, stored, sent and synced (durable),
+which ``POST /bytes`` waits on and ``GET /tags/{uid}`` reports.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import trio
+
+from localstore import Chunk, ChunkDamaged, ChunkNotFound
+from streamer.messages import PushReceipt
+from swarm.net.push_requests import PushFailed
+from swarm.net.pushsync import NoCloserPeer
+
+__all__ = ["PENDING_PREFIX", "Pusher", "PusherStatistics", "Tag"]
+
+log = logging.getLogger(__name__)
+
+PENDING_PREFIX = b"push/"
+MAX_TAGS = 256
+"""Tags kept; beyond that the oldest finished uploads' tags are forgotten."""
+
+
+class PendingState(Protocol):
+    """The state namespace, as the pusher uses it (``LocalStore`` implements it)."""
+
+    def iter_state(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]: ...
+
+    def write_state_batch(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None: ...
+
+
+@dataclass
+class Tag:
+    """The progress of one upload (Bee's tag): chunks split, seen (already held), stored, sent
+    (pushed at least once) and synced (durable)."""
+
+    uid: int
+    started: float
+    split: int = 0
+    seen: int = 0  # chunks the store already held (uploaded before)
+    stored: int = 0
+    sent: int = 0
+    synced: int = 0
+    address: bytes | None = None  # the root reference, once the upload is done
+    done_splitting: bool = False
+    waiting: set[bytes] = field(default_factory=set)  # chunks without a receipt yet
+    changed: trio.Event = field(default_factory=trio.Event)
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    @property
+    def complete(self) -> bool:
+        return self.done_splitting and not self.waiting
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until every chunk has a receipt (True) or ``timeout`` passes (False)."""
+        with trio.move_on_after(timeout):
+            while not self.complete:
+                await self.changed.wait()
+        return self.complete
+
+
+@dataclass(frozen=True)
+class PusherStatistics:
+    pending: int  # chunks waiting for a receipt
+    receipts: int  # receipts received (valid ones) since start
+    own_receipts: int  # chunks this node signed for itself (its own neighbourhood)
+    attempts: int  # pushes tried since start
+    failures: int  # pushes that failed (tried again later)
+
+
+@dataclass
+class _Pending:
+    tag: int
+    attempts: int = 0
+    error: str = ""
+    storers: set[bytes] = field(default_factory=set)  # overlays that signed a receipt for it
+
+
+def _storers_value(storers: set[bytes]) -> bytes:
+    return b"".join(sorted(storers))
+
+
+def _storers_from(value: bytes) -> set[bytes]:
+    return {value[i : i + 32] for i in range(0, len(value) - 31, 32)}
+
+
+class Pusher:
+    """Uploads' chunks: own receipts, pushes, retries; a `Holder` for the reserve."""
+
+    def __init__(
+        self,
+        state: PendingState,
+        *,
+        overlay: bytes,
+        get_chunk: Callable[[bytes], Chunk],
+        push: Callable[..., Awaitable[tuple[bytes, PushReceipt]]],
+        responsible: Callable[[bytes], bool],
+        has_peers: Callable[[], bool],
+        released: Callable[[], None] = lambda: None,
+        workers: int = 16,
+        retry_min: float = 0.5,
+        retry_max: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._state = state
+        self.overlay = overlay
+        self._get_chunk = get_chunk
+        self._push = push
+        self._responsible = responsible
+        self._has_peers = has_peers
+        self._released = released  # chunks left the holder: the reserve may be over capacity
+        self.workers = workers
+        self.retry_min = retry_min
+        self.retry_max = retry_max
+        self._clock = clock
+        self._pending: dict[bytes, _Pending] = {
+            key[len(PENDING_PREFIX) :]: _Pending(0, storers=_storers_from(value))
+            for key, value in state.iter_state(PENDING_PREFIX)
+        }
+        self._uploading: dict[bytes, int] = {}  # address -> uploads under way holding it
+        self._tags: dict[int, Tag] = {}
+        self._uids = itertools.count(1)
+        self._send, self._receive = trio.open_memory_channel[bytes](float("inf"))
+        self._retries: list[tuple[float, int, bytes]] = []  # (due, order, address): a heap
+        self._retry_added = trio.Event()
+        self._order = itertools.count()
+        self.version = 0
+        self.receipts = self.own_receipts = self.attempts = self.failures = 0
+        for address in self._pending:
+            self._send.send_nowait(address)
+
+    # -- the reserve's view (a Holder) ----------------------------------------------------------
+
+    def __contains__(self, address: object) -> bool:
+        return address in self._pending or address in self._uploading
+
+    def addresses(self) -> Iterable[bytes]:
+        return itertools.chain(self._pending, (a for a in self._uploading if a not in self._pending))
+
+    # -- uploads --------------------------------------------------------------------------------
+
+    def new_tag(self) -> Tag:
+        tag = Tag(next(self._uids), self._clock())
+        self._tags[tag.uid] = tag
+        done = [uid for uid, old in self._tags.items() if old.complete]
+        for uid in done[: max(0, len(self._tags) - MAX_TAGS)]:  # the oldest finished ones go
+            del self._tags[uid]
+        return tag
+
+    def tag(self, uid: int) -> Tag | None:
+        return self._tags.get(uid)
+
+    def add(self, tag: Tag, addresses: list[bytes]) -> None:
+        """Chunks of ``tag``'s upload were just stored: count this node's own receipt for those of
+        its neighbourhood, and queue every chunk not yet durable (recorded first, so a restart
+        goes on)."""
+        new = [a for a in dict.fromkeys(addresses) if a not in tag.waiting]
+        tag.split += len(new)
+        tag.stored += len(new)
+        for address in new:
+            self._uploading[address] = self._uploading.get(address, 0) + 1
+        own = {a for a in new if self._responsible(a)}
+        self.own_receipts += len(own)
+        alone = not self._has_peers()
+        to_push = [a for a in new if not (alone and a in own)]  # alone, its own copy is durable
+        tag.synced += len(new) - len(to_push)
+        fresh = [a for a in to_push if a not in self._pending]
+        own_value = _storers_value({self.overlay})
+        self._state.write_state_batch({PENDING_PREFIX + a: own_value if a in own else b"" for a in fresh})
+        for address in to_push:
+            tag.waiting.add(address)
+            if address not in self._pending:
+                storers = {self.overlay} if address in own else set()
+                self._pending[address] = _Pending(tag.uid, storers=storers)
+                self._send.send_nowait(address)
+        self.version += 1
+        tag._changed()
+
+    def finish(self, tag: Tag, reference: bytes, addresses: Iterable[bytes]) -> None:
+        """``tag``'s upload is done (and pinned, if asked): its chunks are no longer held as
+        uploading (the pending ones stay held until their receipts)."""
+        tag.address = reference
+        tag.done_splitting = True
+        for address in dict.fromkeys(addresses):
+            count = self._uploading.get(address, 0) - 1
+            if count <= 0:
+                self._uploading.pop(address, None)
+            else:
+                self._uploading[address] = count
+        self.version += 1
+        self._released()
+        tag._changed()
+
+    def waiting(self, tag: Tag) -> list[bytes]:
+        return sorted(tag.waiting)
+
+    def last_error(self, address: bytes) -> str:
+        entry = self._pending.get(address)
+        return entry.error if entry is not None else ""
+
+    # -- pushing --------------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Push pending chunks until cancelled: `workers` pushers and the retry timer."""
+        if self._pending:
+            log.info("%d uploaded chunks still wait for a receipt: pushing them", len(self._pending))
+        async with trio.open_nursery() as nursery:
+            for _ in range(self.workers):
+                nursery.start_soon(self._worker)
+            nursery.start_soon(self._retry_timer)
+            task_status.started()
+
+    async def _worker(self) -> None:
+        async for address in self._receive:
+            if address in self._pending:
+                await self._push_one(address)
+
+    async def _push_one(self, address: bytes) -> None:
+        entry = self._pending[address]
+        try:
+            chunk = self._get_chunk(address)
+        except (ChunkNotFound, ChunkDamaged) as exc:
+            log.error("uploaded chunk %s is gone before a receipt came (%s)", address.hex(), exc)
+            self._settle(address)
+            return
+        entry.attempts += 1
+        self.attempts += 1
+        for tag in self._tags_waiting(address):
+            tag.sent += entry.attempts == 1
+        try:
+            await self._push_until_durable(address, chunk, entry)
+        except PushFailed as exc:
+            entry.error = str(exc)
+            self.failures += 1
+            delay = min(self.retry_max, self.retry_min * 2 ** (entry.attempts - 1))
+            log.debug("push of %s failed (%s); again in %.1f s", address.hex()[:12], exc, delay)
+            heapq.heappush(self._retries, (trio.current_time() + delay, next(self._order), address))
+            self._retry_added.set()
+            return
+        self._settle(address)
+
+    def durable(self, storers: set[bytes]) -> bool:
+        """Two distinct storers, at least one of them not this node."""
+        return len(storers) >= 2 and any(storer != self.overlay for storer in storers)
+
+    async def _push_until_durable(self, address: bytes, chunk: Chunk, entry: _Pending) -> None:
+        """Push until enough storers signed; raises PushFailed to be tried again later."""
+        while not self.durable(entry.storers):
+            if not self._has_peers():
+                if self.overlay in entry.storers:
+                    return  # alone: this node's own copy is all the swarm has
+                raise PushFailed("no connected peer")
+            try:
+                storer, _ = await self._push(chunk, storers=frozenset(entry.storers))
+            except NoCloserPeer:
+                if not entry.storers:  # connected, and no peer is closer: this node is the closest
+                    self.own_receipts += 1
+                return  # every peer it can reach has signed already: the swarm has no more nodes
+            if storer in entry.storers:
+                raise PushFailed(f"storer {storer.hex()[:12]} signed for {address.hex()[:12]} again")
+            entry.storers.add(storer)
+            self.receipts += 1
+            if not self.durable(entry.storers):
+                self._state.write_state_batch({PENDING_PREFIX + address: _storers_value(entry.storers)})
+
+    def _tags_waiting(self, address: bytes) -> list[Tag]:
+        return [tag for tag in self._tags.values() if address in tag.waiting]
+
+    def _settle(self, address: bytes) -> None:
+        """A receipt came (or the chunk is gone): it is no longer pending."""
+        self._pending.pop(address, None)
+        self._state.write_state_batch({}, [PENDING_PREFIX + address])
+        for tag in self._tags_waiting(address):
+            tag.waiting.discard(address)
+            tag.synced += 1
+            tag._changed()
+        self.version += 1
+        self._released()
+
+    async def _retry_timer(self) -> None:
+        while True:
+            if not self._retries:
+                await self._retry_added.wait()
+                self._retry_added = trio.Event()
+                continue
+            due = self._retries[0][0]
+            with trio.move_on_at(due):
+                await self._retry_added.wait()
+                self._retry_added = trio.Event()
+                continue
+            while self._retries and self._retries[0][0] <= trio.current_time():
+                _, _, address = heapq.heappop(self._retries)
+                self._send.send_nowait(address)
+
+    def statistics(self) -> PusherStatistics:
+        return PusherStatistics(
+            len(self._pending), self.receipts, self.own_receipts, self.attempts, self.failures
+        )
