@@ -42,7 +42,7 @@ class NodeConfig:
     gossip_interval: float = 5.0
     live_idle: float = 0.05
     retrieve_timeout: float = 10.0
-    hedge_after: float = 0.5  # a silent retrieval or push attempt gets a parallel one after this long
+    hedge_after: float = 0.25  # a silent retrieval or push attempt gets a parallel one (benches.retrieval)
     hop_limit: int = 8
     cache_bytes: int = DEFAULT_CACHE_BYTES  # retrieved and forwarded chunks kept in memory; 0: none
     redial_min: float = 0.5

@@ -96,6 +96,7 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         push=pushsync.push,
         responsible=responsible,
         has_peers=lambda: any(True for _ in given.peers()),
+        own_radius=lambda: given.reserve.radius,
         released=worker.wake,
         workers=config.push_workers,
     )

@@ -100,13 +100,17 @@ async def test_an_upload_is_held_until_two_storers_signed_then_evictable(
     data = chunks(4, seed=2)
     outcomes: dict[bytes, int] = {}
     skipped: dict[bytes, list[frozenset[bytes]]] = {}
+    nears: dict[bytes, list[int | None]] = {}
 
-    async def push(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
+    async def push(
+        chunk: Chunk, *, storers: frozenset[bytes], near: int | None = None
+    ) -> tuple[bytes, PushReceipt]:
         outcomes[chunk.address] = outcomes.get(chunk.address, 0) + 1
         if outcomes[chunk.address] <= 3:
             raise PushFailed("no receipt")
         skipped.setdefault(chunk.address, []).append(storers)
-        return storer(len(storers)), RECEIPT
+        nears.setdefault(chunk.address, []).append(near)
+        return storer(len(storers)), replace(RECEIPT, radius=3)
 
     released: list[int] = []  # the pending count each time the pusher let chunks go
     store = LocalStore(tmp_path / "s", bytes(32))
@@ -118,6 +122,7 @@ async def test_an_upload_is_held_until_two_storers_signed_then_evictable(
             push=push,
             responsible=lambda address: address == data[0].address,
             has_peers=lambda: True,
+            own_radius=lambda: 2,
             released=lambda: released.append(pusher.statistics().pending),
             retry_min=1.0,
         )
@@ -142,6 +147,9 @@ async def test_an_upload_is_held_until_two_storers_signed_then_evictable(
         # each push skips the storers that already signed
         assert skipped[data[0].address] == [frozenset({OWN})]
         assert all(skipped[c.address] == [frozenset(), frozenset({storer(0)})] for c in data[1:])
+        # a second storer is sought among the peers within the radius the first one named
+        assert nears[data[0].address] == [2], "its own radius"
+        assert all(nears[c.address] == [None, 3] for c in data[1:]), "the first receipt's radius"
         stats = pusher.statistics()
         assert stats.failures == 12 and stats.receipts == 7 and stats.own_receipts == 1
         assert tag.synced == 4 and not any(c.address in pusher for c in data)
@@ -155,7 +163,9 @@ async def test_a_node_alone_holds_its_own_chunks_durable_at_once(tmp_path: Path)
     data = chunks(3, seed=4)
     pushed: list[bytes] = []
 
-    async def push(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
+    async def push(
+        chunk: Chunk, *, storers: frozenset[bytes], near: int | None = None
+    ) -> tuple[bytes, PushReceipt]:
         pushed.append(chunk.address)
         raise PushFailed("unreachable")
 
@@ -181,7 +191,9 @@ async def test_the_same_storer_signing_twice_is_not_durable(
 ) -> None:
     data = chunks(1, seed=6)
 
-    async def push(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
+    async def push(
+        chunk: Chunk, *, storers: frozenset[bytes], near: int | None = None
+    ) -> tuple[bytes, PushReceipt]:
         return storer(0), RECEIPT
 
     with LocalStore(tmp_path / "s", bytes(32)) as store:
@@ -207,7 +219,9 @@ async def test_the_same_storer_signing_twice_is_not_durable(
     with LocalStore(tmp_path / "s", bytes(32)) as store:
         seen: list[frozenset[bytes]] = []
 
-        async def record(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
+        async def record(
+            chunk: Chunk, *, storers: frozenset[bytes], near: int | None = None
+        ) -> tuple[bytes, PushReceipt]:
             seen.append(storers)
             return storer(len(seen)), RECEIPT
 
@@ -230,7 +244,9 @@ async def test_the_same_storer_signing_twice_is_not_durable(
 async def test_pending_pushes_survive_a_restart(tmp_path: Path) -> None:
     data = chunks(3, seed=3)
 
-    async def never(chunk: Chunk, *, storers: frozenset[bytes]) -> tuple[bytes, PushReceipt]:
+    async def never(
+        chunk: Chunk, *, storers: frozenset[bytes], near: int | None = None
+    ) -> tuple[bytes, PushReceipt]:
         raise NoCloserPeer("alone")
 
     with LocalStore(tmp_path / "s", bytes(32)) as store:

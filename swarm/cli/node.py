@@ -121,10 +121,10 @@ def add_node_parser(sub: Any) -> None:
     p.add_argument(
         "--hedge-after",
         type=seconds_in(0.01, 10),
-        default=0.5,
+        default=0.25,
         metavar="S",
         help="retrieval and push syncing: an attempt silent this long gets a parallel one at the next "
-        "closest peer, the first good answer wins (0.01..10 s; default 0.5, chosen with "
+        "closest peer, the first good answer wins (0.01..10 s; default 0.25, chosen with "
         "benches.retrieval; raise it on slow links)",
     )
     add_capacity_option(p)  # issue 17: the reserve

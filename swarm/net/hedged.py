@@ -48,7 +48,7 @@ class HedgePolicy:
     """How a request is spread over peers in time."""
 
     timeout: float = 10.0  # the whole request's deadline
-    hedge_after: float = 0.5  # a silent attempt gets a parallel one after this long
+    hedge_after: float = 0.25  # a silent attempt gets a parallel one after this long
     slow_after: float = 2.0  # a peer still silent this long into an ended request is avoided
 
 

@@ -30,6 +30,7 @@ from typing import Protocol
 import trio
 
 from localstore import Chunk, InvalidChunk
+from pot import proximity
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
 from streamer.identity import NodeIdentity
@@ -89,7 +90,7 @@ class PushSync:
         timeout: float = 10.0,
         attempts: int = 3,
         origin_attempts: int = 5,
-        hedge_after: float = 0.5,
+        hedge_after: float = 0.25,
         avoidance: Avoidance | None = None,
     ) -> None:
         self.identity = identity
@@ -124,21 +125,33 @@ class PushSync:
 
     # -- the origin -----------------------------------------------------------------------------
 
-    async def push(self, chunk: Chunk, *, storers: Collection[bytes] = ()) -> tuple[bytes, PushReceipt]:
+    async def push(
+        self, chunk: Chunk, *, storers: Collection[bytes] = (), near: int | None = None
+    ) -> tuple[bytes, PushReceipt]:
         """Push a chunk this node stores toward its neighbourhood; return the storer's overlay and
         its receipt, from a storer not among ``storers`` (those that already signed for it).
 
         The first hop may be any connected peer, closest first, also one farther from the chunk
-        than this node (to reach a second storer in a small swarm). Raises NoCloserPeer if there is
-        no peer to ask, PushFailed if none stored it."""
+        than this node (to reach a second storer in a small swarm). A peer sharing at least
+        ``near`` leading bits with the chunk (the radius a storer's receipt named: it lies in the
+        same neighbourhood) is asked to store it itself, not to forward it, since forwarding
+        would lead back to the storers that signed. Raises NoCloserPeer if there is no peer to
+        ask, PushFailed if none stored it."""
         storer, receipt = await self._ask_peers(
-            chunk, self.hop_limit, origin=None, exclude=frozenset(storers), check=True
+            chunk, self.hop_limit, origin=None, exclude=frozenset(storers), check=True, near=near
         )
         self.pushed += 1
         return storer, receipt
 
     async def _ask_peers(
-        self, chunk: Chunk, hop_limit: int, *, origin: bytes | None, exclude: frozenset[bytes], check: bool
+        self,
+        chunk: Chunk,
+        hop_limit: int,
+        *,
+        origin: bytes | None,
+        exclude: frozenset[bytes],
+        check: bool,
+        near: int | None = None,
     ) -> tuple[bytes, PushReceipt]:
         plan = AttemptPlan(
             chunk.address,
@@ -151,7 +164,9 @@ class PushSync:
         async def attempt(peer: PushPeer, deadline: float) -> tuple[bytes, PushReceipt]:
             timeout = max(deadline - trio.current_time(), 0.001)
             try:
-                receipt = await peer.push(chunk.address, chunk.data, hop_limit=hop_limit, timeout=timeout)
+                direct = near is not None and proximity(peer.overlay, chunk.address) >= near
+                hops = 0 if direct else hop_limit
+                receipt = await peer.push(chunk.address, chunk.data, hop_limit=hops, timeout=timeout)
                 storer = self._check(receipt, chunk.address, check)
             except (PushFailed, BadReceipt) as exc:
                 raise AttemptFailed(str(exc), timed_out=getattr(exc, "timed_out", False)) from exc

@@ -105,6 +105,7 @@ class _Pending:
     attempts: int = 0
     error: str = ""
     storers: set[bytes] = field(default_factory=set)  # overlays that signed a receipt for it
+    near: int | None = None  # the smallest radius a storer's receipt named (not kept on disk)
 
 
 def _storers_value(storers: set[bytes]) -> bytes:
@@ -127,6 +128,7 @@ class Pusher:
         push: Callable[..., Awaitable[tuple[bytes, PushReceipt]]],
         responsible: Callable[[bytes], bool],
         has_peers: Callable[[], bool],
+        own_radius: Callable[[], int] = lambda: 0,
         released: Callable[[], None] = lambda: None,
         workers: int = 16,
         retry_min: float = 0.5,
@@ -139,6 +141,7 @@ class Pusher:
         self._push = push
         self._responsible = responsible
         self._has_peers = has_peers
+        self._own_radius = own_radius  # this node's storage radius: what its own receipt names
         self._released = released  # chunks left the holder: the reserve may be over capacity
         self.workers = workers
         self.retry_min = retry_min
@@ -202,7 +205,8 @@ class Pusher:
             tag.waiting.add(address)
             if address not in self._pending:
                 storers = {self.overlay} if address in own else set()
-                self._pending[address] = _Pending(tag.uid, storers=storers)
+                near = self._own_radius() if address in own else None
+                self._pending[address] = _Pending(tag.uid, storers=storers, near=near)
                 self._send.send_nowait(address)
         self.version += 1
         tag._changed()
@@ -282,7 +286,7 @@ class Pusher:
                     return  # alone: this node's own copy is all the swarm has
                 raise PushFailed("no connected peer")
             try:
-                storer, _ = await self._push(chunk, storers=frozenset(entry.storers))
+                storer, receipt = await self._push(chunk, storers=frozenset(entry.storers), near=entry.near)
             except NoCloserPeer:
                 if not entry.storers:  # connected, and no peer is closer: this node is the closest
                     self.own_receipts += 1
@@ -290,6 +294,7 @@ class Pusher:
             if storer in entry.storers:
                 raise PushFailed(f"storer {storer.hex()[:12]} signed for {address.hex()[:12]} again")
             entry.storers.add(storer)
+            entry.near = receipt.radius if entry.near is None else min(entry.near, receipt.radius)
             self.receipts += 1
             if not self.durable(entry.storers):
                 self._state.write_state_batch({PENDING_PREFIX + address: _storers_value(entry.storers)})
