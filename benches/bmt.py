@@ -12,8 +12,8 @@ import os
 import time
 from collections.abc import Callable
 
-from localstore.bmt import KECCAK_BACKEND, bmt_address, bmt_address_pycryptodome
-from localstore.bmt_reference import reference_bmt_address
+from chunks.bmt import KECCAK_BACKEND, bmt_address, bmt_address_pycryptodome
+from chunks.bmt_reference import reference_bmt_address
 
 
 def chunks_per_second(hasher: Callable[[bytes], bytes], payloads: list[bytes], repeats: int) -> float:

@@ -10,7 +10,7 @@ import json
 import os
 import time
 
-from localstore.chunk import Chunk
+from chunks.chunk import Chunk
 from swarm.files.chunker import Splitter
 from swarm.files.joiner import join_sync
 

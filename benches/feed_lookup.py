@@ -28,8 +28,8 @@ from typing import Any
 
 import httpx
 
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v1, topic_from_text, update_address
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v1, topic_from_text, update_address
 from swarm.testing import NodeProcess, poll
 
 

@@ -37,8 +37,8 @@ from typing import Any
 import httpx
 import trio
 
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v2
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v2
 from swarm.cli.localswarm import LocalSwarm
 from swarm.live.pruning import DEFAULT_EAGER
 

@@ -28,7 +28,7 @@ import sys
 import time
 from typing import Any
 
-from localstore.ethkey import Secp256k1Key
+from chunks.ethkey import Secp256k1Key
 from swarm.live.config import LiveConfig
 from swarm.live.interest import InterestTable
 from swarm.live.loss import LossTable

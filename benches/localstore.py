@@ -30,9 +30,10 @@ import timeit
 import zlib
 from collections.abc import Callable
 
-from localstore import KECCAK_BACKEND, Chunk, LocalStore
+from chunks import KECCAK_BACKEND, Chunk
 from localstore.addressindex import INDEX_FILE_NAME
 from localstore.chunkfile import checksum
+from localstore.store import LocalStore
 
 
 def checksum_costs(chunks: list[Chunk]) -> dict[str, float]:

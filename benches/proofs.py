@@ -37,10 +37,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from localstore import LocalStore
+from chunks.merkle import leaf_hash, verify_consistency, verify_inclusion
 from localstore.binlog import TREE_LEVEL, BinLogs, stored_nodes
-from localstore.merkle import leaf_hash, verify_consistency, verify_inclusion
 from localstore.pullindex import PullIndex, encode_entry
+from localstore.store import LocalStore
 from pot import MAX_PO
 from streamer.codec import encode
 from streamer.identity import NodeIdentity

@@ -42,7 +42,7 @@ from benches.sync import (
     watch_sync,
 )
 from kademlia import sync_bins
-from localstore import MAX_BIN
+from localstore.storefiles import MAX_BIN
 from pot import proximity
 from swarm.testing import NodeProcess, preload
 

@@ -42,8 +42,8 @@ from typing import Any
 import httpx
 
 from benches.sync import load_average, make_chunks, peer_stats
-from localstore import LocalStore
 from localstore.reserve import Reserve
+from localstore.store import LocalStore
 from swarm.testing import NodeProcess, poll, preload
 from tests.reserve_helpers import spread_identities, write_identity
 

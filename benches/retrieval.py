@@ -50,8 +50,8 @@ from typing import Any
 
 import httpx
 
-from localstore import Chunk
-from localstore.keyfile import create_owner_only
+from chunks import Chunk
+from chunks.keyfile import create_owner_only
 from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.cli.common import int_in

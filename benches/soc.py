@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 
 import coincurve
 
-from localstore.chunk import Chunk
-from localstore.ethkey import Secp256k1Key, recover_owner
-from localstore.feeds import make_update_v1
-from localstore.soc import make_soc
+from chunks.chunk import Chunk
+from chunks.ethkey import Secp256k1Key, recover_owner
+from chunks.feeds import make_update_v1
+from chunks.soc import make_soc
 
 
 def per_second(call: Callable[[int], object], count: int, repeats: int) -> float:

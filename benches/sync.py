@@ -85,7 +85,9 @@ from typing import Any
 
 import httpx
 
-from localstore import BINS, CHUNK_SIZE, SPAN_SIZE, Chunk, LocalStore
+from chunks import CHUNK_SIZE, SPAN_SIZE, Chunk
+from localstore.store import LocalStore
+from localstore.storefiles import BINS
 from streamer.codec import encode
 from streamer.messages import ChunkDelivery, WantedHashes
 from swarm.testing import NodeProcess, preload

@@ -34,7 +34,7 @@ from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from localstore.chunk import ADDRESS_SIZE
+from chunks.chunk import ADDRESS_SIZE
 from localstore.errors import StoreCorrupt
 
 __all__ = ["BUCKET_CAPACITY", "INDEX_FILE_NAME", "PAGE_SIZE", "AddressIndex", "IndexEntry"]

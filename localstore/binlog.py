@@ -1,4 +1,4 @@
-"""BinLogs: each bin's pull index as an append-only Merkle log (localstore/merkle.py), on disk.
+"""BinLogs: each bin's pull index as an append-only Merkle log (chunks/merkle.py), on disk.
 
 Leaf ``i`` of bin ``b``'s log is entry ``i + 1`` of its pull index, a hole's included (a dropped
 chunk keeps its address there). The state at size ``n`` is the root of the first ``n`` leaves.
@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from localstore.merkle import (
+from chunks.merkle import (
     HASH_SIZE,
     Frontier,
     audit_path_ranges,

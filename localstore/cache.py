@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from localstore.chunk import Chunk
+from chunks.chunk import Chunk
 
 __all__ = ["DEFAULT_CACHE_BYTES", "ChunkCache"]
 

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 
 import xxhash
 
-from localstore.chunk import ADDRESS_SIZE, MAX_DATA_SIZE, Chunk
+from chunks.chunk import ADDRESS_SIZE, MAX_DATA_SIZE, Chunk
 from localstore.errors import MOVE_AWAY, ChunkDamaged, StoreCorrupt
 
 __all__ = [

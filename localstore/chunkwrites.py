@@ -15,10 +15,10 @@ from collections.abc import Iterable
 
 import plyvel
 
+from chunks.chunk import Chunk
 from localstore.addressindex import AddressIndex, IndexEntry
 from localstore.binlog import BinLogs
 from localstore.binwaiters import BinWaiters
-from localstore.chunk import Chunk
 from localstore.chunkfile import ChunkFile
 from localstore.pullindex import PullIndex, encode_entry
 from localstore.slots import SlotMap

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
-from localstore.chunk import ADDRESS_SIZE
+from chunks.chunk import ADDRESS_SIZE
 
 __all__ = ["PinState", "Pins"]
 

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from localstore.chunk import ADDRESS_SIZE
+from chunks.chunk import ADDRESS_SIZE
 from localstore.errors import StoreCorrupt
 
 __all__ = ["ENTRY_SIZE", "HOLE_SLOT", "PullEntry", "PullIndex", "pull_file_name"]

@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 import plyvel
 
+from chunks.chunk import ADDRESS_SIZE, Chunk
 from localstore.addressindex import IndexEntry
 from localstore.binlog import BinLogs
 from localstore.binwaiters import BinWaiters
-from localstore.chunk import ADDRESS_SIZE, Chunk
 from localstore.chunkwrites import ChunkWrites
 from localstore.directory import FORMAT_VERSION
 from localstore.errors import ChunkDamaged, ChunkNotFound, StoreClosed

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from localstore.bmt import keccak256
+from chunks.bmt import keccak256
 from streamer.messages import PLAIN_BINDING
 
 __all__ = ["ChannelError", "TlsCredentials", "open_channel"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
 
-from localstore.keyfile import KeyFileError, create_owner_only, read_owner_only
+from chunks.keyfile import KeyFileError, create_owner_only, read_owner_only
 from streamer.messages import (
     CHANNEL_BINDING_SIZE,
     NONCE_SIZE,

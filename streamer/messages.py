@@ -17,7 +17,7 @@ from typing import Any, ClassVar, TypeAlias
 
 from bitarray import bitarray
 
-from localstore.bmt import keccak256
+from chunks.bmt import keccak256
 from pot import MAX_PO
 from streamer.errors import MessageError
 
@@ -556,7 +556,7 @@ class StateRequest:
 @dataclass(frozen=True, slots=True, repr=False)
 class StateReply:
     """The state asked for and its consistency proof with the state of ``known`` leaves: the
-    frontier at the smaller size, then the compact range up to the larger (localstore/merkle.py)."""
+    frontier at the smaller size, then the compact range up to the larger (chunks/merkle.py)."""
 
     TYPE: ClassVar[MessageType] = MessageType.STATE_REPLY
 

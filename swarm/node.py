@@ -24,10 +24,11 @@ from pathlib import Path
 
 import trio
 
+from chunks import Chunk
 from kademlia import get_strategy, sync_bins
-from localstore import Chunk, LocalStore
 from localstore.pins import Pins
 from localstore.reserve import Reserve
+from localstore.store import LocalStore
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity
 from streamer.messages import GoodbyeCode

@@ -16,7 +16,7 @@ from functools import partial
 from typing import cast
 
 from kademlia import PeerTable
-from localstore import LocalStore
+from localstore.store import LocalStore
 from pot import MAX_PO, proximity
 from streamer.connection import PeerConnection
 from streamer.identity import NodeIdentity, make_handshake

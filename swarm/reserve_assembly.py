@@ -13,10 +13,11 @@ from functools import partial
 
 import trio
 
+from chunks import Chunk
 from kademlia import PeerTable
-from localstore import Chunk, LocalStore
 from localstore.pins import Pins
 from localstore.reserve import Reserve
+from localstore.store import LocalStore
 from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.config import NodeConfig

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import trio
 
-from localstore import Chunk, InvalidChunk
+from chunks import Chunk, InvalidChunk
 from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode
 from syncer.intake import ChunkIntake

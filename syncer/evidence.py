@@ -4,7 +4,7 @@ A single-owner chunk's address names its owner and id, not its content, so the o
 different contents under one id (a feed update rewritten, a message changed after the fact). The
 store keeps the first one it got; when another valid one arrives, `EquivocationLog` keeps both
 signed chunks: the pair proves that the owner signed both, and anyone can check it offline
-(`localstore.soc.equivocation`). The log is persisted in the store's key-value state, bounded to
+(`chunks.soc.equivocation`). The log is persisted in the store's key-value state, bounded to
 the most recent `MAX_KEPT` pairs; the count covers all of them.
 
 Key layout: ``b"eq/" + u64be(sequence)`` -> ``address || u16be(len(first)) || first || second``.

@@ -15,8 +15,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from localstore import Chunk, ChunkDamaged, ChunkNotFound
-from localstore.soc import equivocation
+from chunks import Chunk
+from chunks.soc import equivocation
+from localstore import ChunkDamaged, ChunkNotFound
 from syncer.evidence import EquivocationLog
 from syncer.verifier import ChunkVerifier, Verdicts
 

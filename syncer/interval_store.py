@@ -17,7 +17,7 @@ __all__ = ["CorruptState", "IntervalStore", "StateStore"]
 
 
 class StateStore(Protocol):
-    """A key-value state namespace (``localstore.LocalStore`` implements it)."""
+    """A key-value state namespace (``localstore.store.LocalStore`` implements it)."""
 
     def get_state(self, key: bytes) -> bytes | None: ...
 

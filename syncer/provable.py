@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from localstore.merkle import (
+from chunks.merkle import (
     EMPTY_ROOT,
     Frontier,
     InvalidProof,

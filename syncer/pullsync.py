@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import trio
 
-from localstore import Chunk, InvalidChunk
+from chunks import Chunk, InvalidChunk
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     OFFER_WINDOW,

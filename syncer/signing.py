@@ -22,8 +22,8 @@ from collections import OrderedDict
 
 import trio
 
-from localstore import LocalStore
 from localstore.binlog import BinLogs
+from localstore.store import LocalStore
 from localstore.storefiles import BINS
 from streamer.messages import SignedState
 from streamer.states import StateSigner

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import trio
 
-from localstore import ChunkDamaged, ChunkNotFound, LocalStore
+from localstore import ChunkDamaged, ChunkNotFound
+from localstore.store import LocalStore
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (

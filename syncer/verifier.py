@@ -24,7 +24,7 @@ from functools import partial
 
 import trio
 
-from localstore import Chunk
+from chunks import Chunk
 from syncer.verify_worker import (
     MAX_BATCH,
     WorkerProtocolError,

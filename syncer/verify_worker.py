@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from localstore.chunk import ADDRESS_SIZE, MAX_DATA_SIZE, Chunk, InvalidChunk
+from chunks.chunk import ADDRESS_SIZE, MAX_DATA_SIZE, Chunk, InvalidChunk
 
 __all__ = [
     "MAX_BATCH",

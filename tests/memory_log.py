@@ -7,7 +7,7 @@ shares no code with localstore/binlog.py beyond the hash functions.
 
 from __future__ import annotations
 
-from localstore.merkle import leaf_hash, range_nodes
+from chunks.merkle import leaf_hash, range_nodes
 from tests.test_merkle import mth
 
 

@@ -163,7 +163,7 @@ def test_the_store_rebuilds_its_index_after_an_unclean_stop_only(
     import subprocess
     import sys
 
-    from localstore import LocalStore
+    from localstore.store import LocalStore
     from tests.test_localstore import OVERLAY, random_chunks
 
     path = tmp_path / "s"
@@ -182,7 +182,7 @@ def test_the_store_rebuilds_its_index_after_an_unclean_stop_only(
 def test_a_failed_index_update_is_repaired_at_the_next_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from localstore import LocalStore
+    from localstore.store import LocalStore
     from tests.test_localstore import OVERLAY, random_chunks
 
     first, second = random_chunks(2, seed=4)

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import trio
 
-from localstore import Chunk
+from chunks import Chunk
 from swarm.api import downloads
 from swarm.files.chunker import split_bytes
 from swarm.node import Node

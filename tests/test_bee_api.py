@@ -14,10 +14,10 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from localstore.chunk import Chunk
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v1, make_update_v2, topic_from_text, update_id
-from localstore.soc import make_soc, validate_soc
+from chunks.chunk import Chunk
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v1, make_update_v2, topic_from_text, update_id
+from chunks.soc import make_soc, validate_soc
 from swarm.api.bee import bee_routes
 from swarm.api.bee_types import BeeNodeInfo, BeePeer, BeeStatus
 from swarm.files.chunker import split_bytes

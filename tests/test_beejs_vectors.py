@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from localstore.chunk import Chunk
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v1, make_update_v2, topic_from_text, update_address, update_id
-from localstore.soc import make_soc, soc_from_parts, validate_soc
+from chunks.chunk import Chunk
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v1, make_update_v2, topic_from_text, update_address, update_id
+from chunks.soc import make_soc, soc_from_parts, validate_soc
 
 JS_DIR = Path(__file__).parent / "js"
 KEY = Secp256k1Key.from_hex("634fb5a872396d9693e5c9f9d7233cfa93f395c093371017ff44aa9ae6564cdd")

@@ -21,10 +21,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore import Chunk, LocalStore
-from localstore.binlog import TREE_LEVEL, BinLogs, node_position, stored_nodes, tree_file_name
-from localstore.bmt import keccak256
-from localstore.merkle import (
+from chunks import Chunk
+from chunks.bmt import keccak256
+from chunks.merkle import (
     Frontier,
     fold,
     leaf_hash,
@@ -32,7 +31,9 @@ from localstore.merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from localstore.binlog import TREE_LEVEL, BinLogs, node_position, stored_nodes, tree_file_name
 from localstore.pullindex import PullIndex, encode_entry
+from localstore.store import LocalStore
 from tests.test_merkle import make_leaves, mth
 
 BINS = 3

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore.bmt import (
+from chunks.bmt import (
     KECCAK_BACKEND,
     bmt_address,
     bmt_address_pycryptodome,
     keccak256,
     keccak256_pycryptodome,
 )
-from localstore.bmt_reference import reference_bmt_address, reference_keccak256
+from chunks.bmt_reference import reference_bmt_address, reference_keccak256
 
 Hasher = Callable[..., bytes]
 HASHERS: dict[str, Hasher] = {

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk, bmt_address
-from localstore.bmt_reference import reference_bmt_address
-from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
-from localstore.ethkey import Secp256k1Key
-from localstore.soc import InvalidSoc, make_soc
+from chunks import CHUNK_SIZE, SPAN_SIZE, Chunk, InvalidChunk, bmt_address
+from chunks.bmt_reference import reference_bmt_address
+from chunks.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
+from chunks.ethkey import Secp256k1Key
+from chunks.soc import InvalidSoc, make_soc
 
 
 def test_constants() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localstore import Chunk
+from chunks import Chunk
 from localstore.cache import ChunkCache
 
 

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import swarm.files.chunker as chunker
-from localstore.bmt import bmt_address
-from localstore.chunk import Chunk, InvalidChunk
+from chunks.bmt import bmt_address
+from chunks.chunk import Chunk, InvalidChunk
 from swarm.files.chunker import (
     CorruptTree,
     Splitter,

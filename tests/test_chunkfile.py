@@ -13,12 +13,14 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from localstore import Chunk, ChunkDamaged, ChunkNotFound, LocalStore, StoreCorrupt, UnsupportedStoreVersion
+from chunks import Chunk
+from chunks.ethkey import Secp256k1Key
+from chunks.soc import make_soc
+from localstore import ChunkDamaged, ChunkNotFound, StoreCorrupt, UnsupportedStoreVersion
 from localstore.addressindex import INDEX_FILE_NAME
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_DATA_SIZE, SLOT_HEADER_SIZE, SLOT_SIZE
 from localstore.directory import MARKER_NAME
-from localstore.ethkey import Secp256k1Key
-from localstore.soc import make_soc
+from localstore.store import LocalStore
 from tests.test_localstore import OVERLAY, random_chunks, snapshot
 
 

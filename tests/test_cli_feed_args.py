@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from localstore.feeds import topic_from_text
+from chunks.feeds import topic_from_text
 from swarm.cli.common import CliError
 from swarm.cli.feed import update_target
 from swarm.cli.main import build_parser

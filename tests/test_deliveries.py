@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from localstore import Chunk, LocalStore
+from chunks import Chunk
+from localstore.store import LocalStore
 from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode
 from swarm.testing import random_chunks

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore.bmt import keccak256
-from localstore.ethkey import (
+from chunks.bmt import keccak256
+from chunks.ethkey import (
     BadSignature,
     KeyFileError,
     Secp256k1Key,

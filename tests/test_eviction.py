@@ -10,11 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from localstore import BINS, Chunk, LocalStore, UnsupportedStoreVersion
+from chunks import Chunk
+from localstore import UnsupportedStoreVersion
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from localstore.pullindex import ENTRY_SIZE, HOLE_SLOT, pull_file_name
 from localstore.slots import SlotMap, SlotSummaryError
-from localstore.storefiles import META_VERSION
+from localstore.store import LocalStore
+from localstore.storefiles import BINS, META_VERSION
 from pot import proximity
 
 OVERLAY = bytes(32)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from localstore import Chunk, LocalStore
-from localstore.ethkey import Secp256k1Key
-from localstore.soc import equivocation, make_soc
+from chunks import Chunk
+from chunks.ethkey import Secp256k1Key
+from chunks.soc import equivocation, make_soc
+from localstore.store import LocalStore
 from syncer import evidence
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore.bmt import bmt_address, keccak256
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import (
+from chunks.bmt import bmt_address, keccak256
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import (
     FeedUpdate,
     make_update_v1,
     make_update_v2,
@@ -19,7 +19,7 @@ from localstore.feeds import (
     update_address,
     update_id,
 )
-from localstore.soc import InvalidSoc, soc_address
+from chunks.soc import InvalidSoc, soc_address
 
 KEY = Secp256k1Key.from_hex("634fb5a872396d9693e5c9f9d7233cfa93f395c093371017ff44aa9ae6564cdd")
 TOPIC = topic_from_text("chat:v1")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore.feeds import MAX_INDEX
+from chunks.feeds import MAX_INDEX
 from swarm.feeds.lookup import SequenceLookup
 
 

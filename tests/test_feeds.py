@@ -8,10 +8,10 @@ import pytest
 import trio
 import trio.testing
 
-from localstore.chunk import Chunk
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v1, make_update_v2, parse_update, topic_from_text, update_address
-from localstore.soc import InvalidSoc
+from chunks.chunk import Chunk
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v1, make_update_v2, parse_update, topic_from_text, update_address
+from chunks.soc import InvalidSoc
 from swarm.feeds.finder import find_at, find_latest, get_update, resolve_root
 
 KEY = Secp256k1Key.from_hex("22" * 32)

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import topic_from_text, update_address
-from localstore.soc import make_soc
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import topic_from_text, update_address
+from chunks.soc import make_soc
 from pot import proximity
 from swarm.testing import NodeProcess, poll, random_chunks
 from tests.test_beejs_vectors import JS_DIR, bee_js_modules

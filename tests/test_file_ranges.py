@@ -11,7 +11,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore import Chunk, InvalidChunk
+from chunks import Chunk, InvalidChunk
 from swarm.files.chunker import CorruptTree, child_refs, split_bytes
 from swarm.files.transfer import fetch_intermediates, read_file
 

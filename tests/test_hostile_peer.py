@@ -32,7 +32,7 @@ import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from localstore import Chunk
+from chunks import Chunk
 from pot import MAX_PO, proximity
 from streamer.codec import encode
 from streamer.framing import FrameDecoder
@@ -419,8 +419,8 @@ async def forged_chunk(h: HostilePeer) -> Expect:
 async def forged_soc(h: HostilePeer) -> Expect:
     """A single-owner chunk in the hostile upstream's bin, delivered with its signature changed:
     as invalid as a content chunk with wrong data."""
-    from localstore.ethkey import Secp256k1Key
-    from localstore.soc import make_soc
+    from chunks.ethkey import Secp256k1Key
+    from chunks.soc import make_soc
 
     key = Secp256k1Key.generate()
     soc = next(

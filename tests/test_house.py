@@ -27,3 +27,21 @@ def test_every_room_says_what_it_is_for():
     for room in rooms:
         doc = ast.get_docstring(ast.parse((room / "__init__.py").read_text()))
         assert doc and len(doc) > 40, f"swarm/{room.name}/__init__.py has no docstring saying what it holds"
+
+
+def _modules_after(statement: str) -> set[str]:
+    import subprocess
+    import sys
+
+    code = f"import sys\n{statement}\nprint(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_the_chunk_model_and_a_verifier_worker_import_no_store():
+    # the chunk model is its own package (issue 26): naming and checking chunks needs no LevelDB
+    model = "import chunks, chunks.soc, chunks.feeds, chunks.merkle"
+    for statement in (model, "import syncer.verify_worker"):
+        loaded = _modules_after(statement)
+        assert not loaded & {"plyvel", "trio", "localstore.store"}, (statement, loaded & {"plyvel", "trio"})
+        assert "localstore" not in loaded, statement

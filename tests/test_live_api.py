@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import trio
 
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v2, topic_from_text, update_address
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v2, topic_from_text, update_address
 from swarm.live.config import LiveConfig
 from swarm.live.follower import FollowerConfig
 from swarm.testing import node_config, start_node

@@ -29,8 +29,8 @@ import httpx
 import pytest
 import trio
 
-from localstore.ethkey import Secp256k1Key, save_key_file
-from localstore.feeds import make_update_v2, topic_from_text
+from chunks.ethkey import Secp256k1Key, save_key_file
+from chunks.feeds import make_update_v2, topic_from_text
 from streamer.messages import FeedPush, TopicPush
 from swarm.live.messages import make_topic_push
 from swarm.testing import NodeProcess, poll

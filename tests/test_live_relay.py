@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v2, update_address
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v2, update_address
 from streamer.messages import FeedPush, InterestEntry, TopicPush
 from swarm.live.detector import DuplicateDetector
 from swarm.live.interest import InterestTable

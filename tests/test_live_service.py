@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import trio
 
-from localstore.chunk import Chunk
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v2
+from chunks.chunk import Chunk
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v2
 from streamer.errors import RemoteProtocolError
 from streamer.messages import FeedPush, TopicPush
 from swarm.live.config import LiveConfig

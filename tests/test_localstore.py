@@ -21,12 +21,9 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chunks import Chunk, InvalidChunk, bmt_address
 from localstore import (
-    BINS,
-    Chunk,
     ChunkNotFound,
-    InvalidChunk,
-    LocalStore,
     OverlayMismatch,
     StoreClosed,
     StoreCorrupt,
@@ -34,12 +31,12 @@ from localstore import (
     StoreLocked,
     StoreStatistics,
     UnsupportedStoreVersion,
-    bmt_address,
 )
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_HEADER_SIZE, SLOT_SIZE, checksum
 from localstore.directory import FORMAT_VERSION, MARKER_NAME
 from localstore.pullindex import ENTRY_SIZE, HOLE_SLOT, pull_file_name
-from localstore.storefiles import KEY_BIN_COUNTER, META_VERSION
+from localstore.store import LocalStore
+from localstore.storefiles import BINS, KEY_BIN_COUNTER, META_VERSION
 
 # -- helpers ---------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The bin log's Merkle tree (localstore/merkle.py) against RFC 6962's definitions, written naively.
+"""The bin log's Merkle tree (chunks/merkle.py) against RFC 6962's definitions, written naively.
 
 The model is section 2.1 of RFC 6962 read literally: ``MTH`` splits at the largest power of two
 below the size, ``PATH`` recurses the same way. Every shape and proof of the module is checked
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore.bmt import keccak256
-from localstore.merkle import (
+from chunks.bmt import keccak256
+from chunks.merkle import (
     EMPTY_ROOT,
     Frontier,
     InvalidProof,

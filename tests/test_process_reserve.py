@@ -33,8 +33,8 @@ from typing import Any
 import httpx
 import pytest
 
-from localstore import LocalStore
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
+from localstore.store import LocalStore
 from localstore.storefiles import BINS
 from pot import proximity
 from swarm.files.chunker import split_bytes

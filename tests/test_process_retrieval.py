@@ -37,8 +37,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v1, topic_from_text, update_address
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v1, topic_from_text, update_address
 from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.files.chunker import split_bytes

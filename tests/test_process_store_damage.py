@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from localstore import Chunk
+from chunks import Chunk
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_HEADER_SIZE, SLOT_SIZE
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
 from pot import proximity

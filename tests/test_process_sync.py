@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from localstore import Chunk, LocalStore
+from chunks import Chunk
+from localstore.store import LocalStore
 from pot import proximity
 from streamer.messages import MAX_BATCH_SIZE as MAX_BATCH
 from swarm.testing import NodeProcess, poll, preload, random_chunks

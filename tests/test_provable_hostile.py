@@ -25,7 +25,8 @@ import httpx
 import pytest
 import trio
 
-from localstore import Chunk, LocalStore
+from chunks import Chunk
+from localstore.store import LocalStore
 from streamer.identity import NodeIdentity
 from streamer.messages import (
     BIN_COUNT,

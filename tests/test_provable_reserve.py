@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from localstore import LocalStore
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
+from localstore.store import LocalStore
 from localstore.storefiles import BINS
 from swarm.proofs.document import parse_proof, verify_proof
 from swarm.testing import NodeProcess, poll, preload, random_chunks

@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from localstore import Chunk
+from chunks import Chunk
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     ChunkDelivery,

@@ -12,8 +12,9 @@ import pytest
 import trio
 import trio.testing
 
-from localstore import Chunk, LocalStore
+from chunks import Chunk
 from localstore.reserve import Reserve
+from localstore.store import LocalStore
 from pot import proximity
 from streamer.identity import NodeIdentity
 from streamer.messages import PushReceipt

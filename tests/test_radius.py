@@ -12,8 +12,9 @@ from typing import Any
 import trio
 import trio.testing
 
-from localstore import Chunk, LocalStore
+from chunks import Chunk
 from localstore.reserve import Reserve, storage_radius
+from localstore.store import LocalStore
 from swarm.reserve.worker import ReserveWorker
 from tests.test_puller import PEER, FakeClient, cursors, puller, settle
 

@@ -11,7 +11,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore import LocalStore
+from localstore.store import LocalStore
 from streamer.errors import RemoteProtocolError
 from streamer.identity import NodeIdentity
 from streamer.messages import GoodbyeCode, Receipt

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from localstore import Chunk, LocalStore
+from chunks import Chunk
 from localstore.chunkfile import SLOT_SIZE
 from localstore.pins import Pins
 from localstore.reserve import Reserve, parse_capacity, storage_radius
+from localstore.store import LocalStore
 from pot import proximity
 
 OVERLAY = bytes(32)

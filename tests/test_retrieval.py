@@ -8,7 +8,7 @@ import httpx
 import pytest
 import trio
 
-from localstore import Chunk
+from chunks import Chunk
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from streamer.requests import RetrieveFailed
 from swarm.node import Node

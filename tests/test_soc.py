@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localstore.bmt import bmt_address, keccak256
-from localstore.chunk import Chunk, InvalidChunk
-from localstore.ethkey import Secp256k1Key
-from localstore.soc import (
+from chunks.bmt import bmt_address, keccak256
+from chunks.chunk import Chunk, InvalidChunk
+from chunks.ethkey import Secp256k1Key
+from chunks.soc import (
     MAX_SOC_DATA_SIZE,
     MIN_SOC_DATA_SIZE,
     REPLICAS_OWNER,

@@ -11,8 +11,8 @@ import httpx
 import pytest
 import trio
 
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import update_address
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import update_address
 from swarm.node import Node
 from swarm.spaces.client import SpaceApiError, SpaceClient
 from swarm.spaces.messages import MEMBERS_TOPIC, Kind, message_topic

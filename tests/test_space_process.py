@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from localstore.ethkey import Secp256k1Key
+from chunks.ethkey import Secp256k1Key
 from swarm.spaces.client import SpaceClient
 from swarm.spaces.messages import Kind
 from swarm.testing import NodeProcess, poll

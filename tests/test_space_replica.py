@@ -8,9 +8,9 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from localstore.chunk import Chunk
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v2
+from chunks.chunk import Chunk
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v2
 from swarm.spaces.config import SpaceConfig
 from swarm.spaces.messages import (
     MEMBERS_TOPIC,
@@ -140,7 +140,7 @@ async def test_live_propagation_drives_the_replica_through_the_adapter() -> None
     """`live_follow` over an object shaped like the node's live service (issue 14)."""
     from types import SimpleNamespace
 
-    from localstore.feeds import parse_update, update_address
+    from chunks.feeds import parse_update, update_address
     from swarm.spaces.live_source import live_follow
 
     source = DictSource()

@@ -24,8 +24,8 @@ from typing import IO, Any
 import httpx
 import pytest
 
-from localstore.ethkey import load_key_file
-from localstore.feeds import make_update_v2, update_address
+from chunks.ethkey import load_key_file
+from chunks.feeds import make_update_v2, update_address
 from swarm.spaces.client import SpaceClient
 from swarm.spaces.messages import MEMBERS_TOPIC, Kind, SpaceMessage, encode_message, message_topic
 from swarm.testing import NodeProcess, poll

@@ -21,11 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from localstore import BINS, Chunk, ChunkNotFound, LocalStore
+from chunks import Chunk
+from localstore import ChunkNotFound
 from localstore.addressindex import AddressIndex
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
-from localstore.storefiles import KEY_BIN_COUNTER, META_SLOTS
+from localstore.store import LocalStore
+from localstore.storefiles import BINS, KEY_BIN_COUNTER, META_SLOTS
 from tests.test_localstore import OVERLAY, naive_bin, random_chunks
 
 

@@ -9,7 +9,7 @@ import signal
 import pytest
 import trio
 
-from localstore import Chunk
+from chunks import Chunk
 from swarm.testing import random_chunks
 from syncer.verifier import ChunkVerifier, Verdicts
 from syncer.verify_worker import check

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localstore import Chunk
-from localstore.ethkey import Secp256k1Key
-from localstore.soc import make_soc
+from chunks import Chunk
+from chunks.ethkey import Secp256k1Key
+from chunks.soc import make_soc
 from swarm.testing import random_chunks
 from syncer.verify_worker import (
     MAX_BATCH,

@@ -22,9 +22,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from localstore import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
-from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
-from localstore.soc import parse_soc
+from chunks import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
+from chunks.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
+from chunks.soc import parse_soc
 from swarm.api.bee import soc_and_feed_routes
 from swarm.api.bee_status import status_routes
 from swarm.api.bee_types import BeeBackend

@@ -31,11 +31,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from localstore.bmt import bmt_address
-from localstore.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE, SPAN_SIZE, Chunk, InvalidChunk
-from localstore.ethkey import OWNER_SIZE, SIGNATURE_SIZE
-from localstore.feeds import MAX_INDEX, TOPIC_SIZE, FeedUpdate
-from localstore.soc import ID_SIZE, InvalidSoc, parse_soc, soc_address, soc_from_parts
+from chunks.bmt import bmt_address
+from chunks.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE, SPAN_SIZE, Chunk, InvalidChunk
+from chunks.ethkey import OWNER_SIZE, SIGNATURE_SIZE
+from chunks.feeds import MAX_INDEX, TOPIC_SIZE, FeedUpdate
+from chunks.soc import ID_SIZE, InvalidSoc, parse_soc, soc_address, soc_from_parts
 from swarm.api.bee_status import BEE_API_VERSION, BEE_VERSION, status_routes
 from swarm.api.bee_types import BeeBackend
 from swarm.api.downloads import TreeResponse, file_response

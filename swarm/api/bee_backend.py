@@ -12,8 +12,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from localstore import Chunk
-from localstore.ethkey import Secp256k1Key, load_key_file, save_key_file
+from chunks import Chunk
+from chunks.ethkey import Secp256k1Key, load_key_file, save_key_file
 from swarm.api.bee_types import BeeNodeInfo, BeePeer, BeeStatus
 from swarm.statistics import NodeStatistics
 

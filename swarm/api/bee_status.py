@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from localstore.ethkey import checksum_address
+from chunks.ethkey import checksum_address
 from swarm import __version__
 from swarm.api.bee_types import BeeBackend
 

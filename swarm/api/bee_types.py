@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from localstore.chunk import Chunk
+from chunks.chunk import Chunk
 
 __all__ = ["BeeBackend", "BeeNodeInfo", "BeePeer", "BeeStatus"]
 

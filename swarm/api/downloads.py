@@ -15,7 +15,7 @@ import logging
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from localstore import Chunk, InvalidChunk
+from chunks import Chunk, InvalidChunk
 from swarm.api.byteranges import ByteRange, parse_range
 from swarm.files.chunker import CorruptTree, child_refs, file_size
 from swarm.files.joiner import check_chunk

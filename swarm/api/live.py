@@ -19,7 +19,7 @@ resumes after the last update it got. A comment line every 15 s keeps idle strea
 - ``GET /loss``: the loss table (`swarm.live.report`).
 
 A topic in a path is 64 hex characters, or any other text, which is hashed as bee-js does
-(`localstore.feeds.topic_from_text`).
+(`chunks.feeds.topic_from_text`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from localstore.feeds import topic_from_text, update_address
+from chunks.feeds import topic_from_text, update_address
 from streamer.messages import MAX_CHUNK_DATA_SIZE, MAX_TOPIC_PAYLOAD
 from swarm.api.input import HttpError, handled, parse_hex, parse_uint, read_body
 from swarm.feeds.finder import find_latest

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from localstore.soc import MAX_SOC_DATA_SIZE
+from chunks.soc import MAX_SOC_DATA_SIZE
 from swarm.api.input import HttpError, handled, parse_hex, parse_uint, read_body
 from swarm.spaces.messages import InvalidSpaceMessage, Kind, decode_message
 from swarm.spaces.reader import MODES, LogRecord

@@ -48,7 +48,7 @@ def _owner(text: str) -> bytes:
 
 
 def _topic(text: str) -> bytes:
-    from localstore.feeds import topic_from_text
+    from chunks.feeds import topic_from_text
 
     return topic_from_text(text)
 
@@ -65,8 +65,8 @@ def _reference(text: str) -> bytes:
 
 
 def _load_key(path: Path) -> Any:
-    from localstore.ethkey import load_key_file
-    from localstore.keyfile import KeyFileError
+    from chunks.ethkey import load_key_file
+    from chunks.keyfile import KeyFileError
 
     try:
         return load_key_file(path)
@@ -87,7 +87,7 @@ def _call(client: Any, method: str, url: str, **kwargs: Any) -> Any:
 
 
 def cmd_key_new(args: argparse.Namespace) -> int:
-    from localstore.ethkey import Secp256k1Key, checksum_address, save_key_file
+    from chunks.ethkey import Secp256k1Key, checksum_address, save_key_file
 
     key = Secp256k1Key.generate()
     try:
@@ -130,7 +130,7 @@ def update_target(args: argparse.Namespace) -> tuple[bytes, str | None]:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from localstore.feeds import make_update_v1
+    from chunks.feeds import make_update_v1
 
     topic, file = update_target(args)
     key = _load_key(args.key)
@@ -183,8 +183,8 @@ def _at(index: int | None) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from localstore.feeds import parse_update, update_address
-    from localstore.soc import InvalidSoc
+    from chunks.feeds import parse_update, update_address
+    from chunks.soc import InvalidSoc
 
     api = target_api(args)
     rows: list[dict[str, Any]] = []

@@ -167,8 +167,8 @@ def cmd_feed_follow(args: argparse.Namespace) -> int:
 def cmd_feed_publish(args: argparse.Namespace) -> int:
     import httpx
 
-    from localstore.ethkey import KeyFileError, load_key_file
-    from localstore.feeds import make_update_v2
+    from chunks.ethkey import KeyFileError, load_key_file
+    from chunks.feeds import make_update_v2
 
     try:
         key = load_key_file(Path(args.key))
@@ -308,6 +308,6 @@ def _hex_arg(text: str, size: int, what: str) -> str:
 
 
 def _topic_arg(text: str) -> str:
-    from localstore.feeds import topic_from_text
+    from chunks.feeds import topic_from_text
 
     return topic_from_text(text).hex()

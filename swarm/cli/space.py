@@ -55,7 +55,7 @@ def _space_id(text: str) -> bytes:
 
 
 def _space_file(text: str) -> Any:
-    from localstore.keyfile import KeyFileError
+    from chunks.keyfile import KeyFileError
     from swarm.spaces.client import load_space_file
 
     path = Path(text)
@@ -68,8 +68,8 @@ def _space_file(text: str) -> Any:
 
 
 def _key(path: Path, *, create: bool = False) -> Any:
-    from localstore.ethkey import Secp256k1Key, checksum_address, load_key_file, save_key_file
-    from localstore.keyfile import KeyFileError
+    from chunks.ethkey import Secp256k1Key, checksum_address, load_key_file, save_key_file
+    from chunks.keyfile import KeyFileError
 
     if create and not path.exists():
         key = Secp256k1Key.generate()
@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace, command: Any) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from localstore.ethkey import checksum_address
+    from chunks.ethkey import checksum_address
     from swarm.spaces.client import save_space_file
 
     out = args.out or Path(f"{args.name}.space")

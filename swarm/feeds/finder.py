@@ -2,7 +2,7 @@
 
 Everything here takes the network as one function, ``get(address) -> data | None`` (None: not
 found, or no answer in time), so it runs the same over the node's retrieval, a local store or a
-test's dict. The formats are `localstore.feeds`; the probe planning is `swarm.feeds.lookup`.
+test's dict. The formats are `chunks.feeds`; the probe planning is `swarm.feeds.lookup`.
 
 - `find_latest`: the latest update at or after an index, probes run concurrently (bounded).
 - `get_update`: one update by index.
@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from localstore.chunk import Chunk
-from localstore.feeds import FeedUpdate, parse_update, update_address
+from chunks.chunk import Chunk
+from chunks.feeds import FeedUpdate, parse_update, update_address
 from swarm.feeds.lookup import DEFAULT_MAX_PROBES, SequenceLookup
 
 __all__ = ["Get", "GetChunk", "find_at", "find_latest", "get_update", "resolve_root"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 
-from localstore.feeds import MAX_INDEX
+from chunks.feeds import MAX_INDEX
 
 __all__ = ["DEFAULT_MAX_PROBES", "SequenceLookup"]
 

@@ -23,7 +23,7 @@ this module holds the tree's shape rules that both sides share (`child_refs`, `c
 
 from __future__ import annotations
 
-from localstore.chunk import CHUNK_SIZE, Chunk
+from chunks.chunk import CHUNK_SIZE, Chunk
 
 REF_SIZE = 32
 """Length of a chunk address, i.e. of one reference in an intermediate chunk."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 
-from localstore.chunk import Chunk, InvalidChunk
+from chunks.chunk import Chunk, InvalidChunk
 from swarm.files.chunker import CorruptTree, child_refs, children_in_range, is_data_chunk
 
 __all__ = ["check_chunk", "join", "join_sync"]

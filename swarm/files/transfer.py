@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from localstore import CHUNK_SIZE, Chunk
+from chunks import CHUNK_SIZE, Chunk
 from swarm.files.chunker import Splitter, children_in_range
 from swarm.files.joiner import check_chunk, join
 

@@ -9,8 +9,9 @@ import struct
 from collections.abc import Callable
 from typing import Protocol
 
-from localstore import Chunk, ChunkDamaged, ChunkNotFound
-from localstore.ethkey import Secp256k1Key
+from chunks import Chunk
+from chunks.ethkey import Secp256k1Key
+from localstore import ChunkDamaged, ChunkNotFound
 from swarm.live.config import LiveConfig
 from swarm.live.service import LiveService
 from swarm.net.retrieval import Retrieval

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from localstore.feeds import FeedUpdate
+from chunks.feeds import FeedUpdate
 from streamer.messages import TopicPush
 from swarm.live.accounting import AdvisoryListener, LossAccounting
 from swarm.live.config import LiveConfig

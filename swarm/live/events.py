@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from localstore.feeds import FeedUpdate
+from chunks.feeds import FeedUpdate
 from streamer.messages import TopicPush
 from swarm.live.advisory import Advisory
 from swarm.live.seqno import Verdict

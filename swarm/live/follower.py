@@ -24,8 +24,8 @@ from typing import Protocol
 
 import trio
 
-from localstore.feeds import FeedUpdate, parse_update, update_address
-from localstore.invalid import InvalidChunk
+from chunks.feeds import FeedUpdate, parse_update, update_address
+from chunks.invalid import InvalidChunk
 from swarm.feeds.finder import find_latest
 from swarm.live.advisory import Advisory
 from swarm.live.events import AdvisoryEvent, FollowStarted, LiveEvent, LossNotice, UpdateShown

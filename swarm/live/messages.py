@@ -3,13 +3,13 @@
 Two kinds of message travel by push (`streamer.messages`, 0x40..0x42):
 
 - a **feed update**: update ``index`` of the sequence feed ``(owner, topic)``, a single-owner chunk
-  (`localstore.feeds`); it is valid if the chunk is the owner's SOC at the update's address, which
+  (`chunks.feeds`); it is valid if the chunk is the owner's SOC at the update's address, which
   the receiver computes from owner, topic and index. Feed updates are also stored and synced like
   any chunk: pushing them is what makes them *live*.
 - a **topic message**: an ephemeral payload on a 32-byte topic, numbered with raims' sequence
   numbers (`swarm.live.seqno`) and signed by its publisher's secp256k1 key. It is never stored.
 
-The signature of a topic message is an Ethereum personal-message signature (`localstore.ethkey`,
+The signature of a topic message is an Ethereum personal-message signature (`chunks.ethkey`,
 as feed updates are signed) over fixed-size, domain-separated bytes::
 
     "swarm-sync/topic-message/v1" || topic (32) || seq (u64 BE) || chain (u64 BE) || time (u64 BE)
@@ -28,10 +28,10 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from localstore.bmt import keccak256
-from localstore.ethkey import BadSignature, Secp256k1Key, recover_owner
-from localstore.feeds import FeedUpdate, parse_update
-from localstore.invalid import InvalidChunk
+from chunks.bmt import keccak256
+from chunks.ethkey import BadSignature, Secp256k1Key, recover_owner
+from chunks.feeds import FeedUpdate, parse_update
+from chunks.invalid import InvalidChunk
 from streamer.messages import FeedPush, StreamKind, TopicPush
 from swarm.live.seqno import previous_of, seqno_counter
 

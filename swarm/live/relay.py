@@ -24,8 +24,8 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from localstore.feeds import FeedUpdate, update_address
-from localstore.soc import equivocation
+from chunks.feeds import FeedUpdate, update_address
+from chunks.soc import equivocation
 from streamer.messages import FeedPush, TopicPush
 from swarm.live.detector import DEFAULT_MAX_GAPS, DuplicateDetector, GapMismatch, InvalidNumbering
 from swarm.live.interest import InterestTable

@@ -26,8 +26,8 @@ from contextlib import AbstractAsyncContextManager
 
 import trio
 
-from localstore.chunk import Chunk
-from localstore.ethkey import Secp256k1Key
+from chunks.chunk import Chunk
+from chunks.ethkey import Secp256k1Key
 from streamer.messages import FeedPush, LiveHave, LiveInterest, LivePause, StreamKind, TopicPush
 from swarm.live.accounting import LossAccounting
 from swarm.live.config import LiveConfig

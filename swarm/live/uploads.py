@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from localstore.chunk import Chunk
-from localstore.feeds import update_address
-from localstore.soc import MIN_SOC_DATA_SIZE
+from chunks.chunk import Chunk
+from chunks.feeds import update_address
+from chunks.soc import MIN_SOC_DATA_SIZE
 from swarm.live.messages import Stream
 
 __all__ = ["UPLOAD_LOOKAHEAD", "feed_updates_among"]

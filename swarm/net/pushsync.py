@@ -29,7 +29,7 @@ from typing import Protocol
 
 import trio
 
-from localstore import Chunk, InvalidChunk
+from chunks import Chunk, InvalidChunk
 from pot import proximity
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import trio
 
-from localstore import Chunk, InvalidChunk
+from chunks import Chunk, InvalidChunk
 from streamer.requests import RetrieveFailed
 
 __all__ = ["CONCURRENCY", "MAX_PENDING", "Repair", "RepairPeer"]

@@ -24,7 +24,8 @@ from typing import Protocol
 
 import trio
 
-from localstore import Chunk, ChunkDamaged, ChunkNotFound, InvalidChunk
+from chunks import Chunk, InvalidChunk
+from localstore import ChunkDamaged, ChunkNotFound
 from localstore.cache import DEFAULT_CACHE_BYTES, ChunkCache
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from localstore.merkle import leaf_hash, verify_inclusion
+from chunks.merkle import leaf_hash, verify_inclusion
 from streamer.messages import Receipt, SignedState, overlay_address
 from streamer.states import verify_receipt, verify_state
 

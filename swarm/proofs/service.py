@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from localstore import LocalStore
+from localstore.store import LocalStore
 from streamer.identity import NodeIdentity
 from streamer.states import StateSigner
 from swarm.proofs.document import InclusionProof, ReceiptProof

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from localstore import Chunk
+from chunks import Chunk
 
 __all__ = ["LeasedStore", "OfferLeases"]
 

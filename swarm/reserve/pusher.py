@@ -35,7 +35,8 @@ from typing import Protocol
 
 import trio
 
-from localstore import Chunk, ChunkDamaged, ChunkNotFound
+from chunks import Chunk
+from localstore import ChunkDamaged, ChunkNotFound
 from streamer.messages import PushReceipt
 from swarm.net.push_requests import PushFailed
 from swarm.net.pushsync import NoCloserPeer

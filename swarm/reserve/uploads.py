@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from localstore import Chunk
+from chunks import Chunk
 from localstore.pins import Pins
 from swarm.files.chunker import child_refs, is_data_chunk
 from swarm.reserve.pusher import Pusher, Tag

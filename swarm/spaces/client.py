@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 
-from localstore.ethkey import Secp256k1Key
-from localstore.feeds import make_update_v2
-from localstore.keyfile import KeyFileError, create_owner_only, read_owner_only
+from chunks.ethkey import Secp256k1Key
+from chunks.feeds import make_update_v2
+from chunks.keyfile import KeyFileError, create_owner_only, read_owner_only
 from swarm.spaces.messages import (
     MEMBERS_TOPIC,
     Kind,

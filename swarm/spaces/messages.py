@@ -1,7 +1,7 @@
 """What a space is made of on the swarm, byte by byte: its member list and its members' messages.
 
 A **space** is named by its *space key*'s owner address (20 bytes, the space id). Two kinds of
-sequence feeds (`localstore.feeds`) make it up:
+sequence feeds (`chunks.feeds`) make it up:
 
 - the **member list**: the feed ``(space id, MEMBERS_TOPIC)``, written with the space key (the
   invitation: whoever holds it may admit members). Update 0 is the genesis, naming the space and
@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from localstore.bmt import keccak256
-from localstore.chunk import CHUNK_SIZE
-from localstore.ethkey import OWNER_SIZE
+from chunks.bmt import keccak256
+from chunks.chunk import CHUNK_SIZE
+from chunks.ethkey import OWNER_SIZE
 from swarm.spaces.timeframe import (
     Delta,
     InvalidTimeframe,

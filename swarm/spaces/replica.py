@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from localstore.chunk import Chunk
-from localstore.feeds import parse_update, update_address
-from localstore.soc import InvalidSoc
+from chunks.chunk import Chunk
+from chunks.feeds import parse_update, update_address
+from chunks.soc import InvalidSoc
 from swarm.spaces.config import SpaceConfig
 from swarm.spaces.messages import MEMBERS_TOPIC, InvalidSpaceMessage, decode_member_entry, message_topic
 from swarm.spaces.reader import SpaceReader, WriterView

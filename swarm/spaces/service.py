@@ -15,9 +15,10 @@ from pathlib import Path
 
 import trio
 
-from localstore import Chunk, ChunkDamaged, ChunkNotFound
-from localstore.feeds import parse_update
-from localstore.soc import InvalidSoc
+from chunks import Chunk
+from chunks.feeds import parse_update
+from chunks.soc import InvalidSoc
+from localstore import ChunkDamaged, ChunkNotFound
 from swarm.net.retrieval import ChunkUnavailable
 from swarm.spaces.config import SpaceConfig
 from swarm.spaces.messages import (

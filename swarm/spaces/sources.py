@@ -12,9 +12,9 @@ from typing import Protocol
 
 import trio
 
-from localstore.chunk import Chunk
-from localstore.feeds import update_address
-from localstore.soc import MIN_SOC_DATA_SIZE
+from chunks.chunk import Chunk
+from chunks.feeds import update_address
+from chunks.soc import MIN_SOC_DATA_SIZE
 
 __all__ = ["ChunkSource", "FeedFollow", "follow_feed", "probe_feed", "stored_payload"]
 

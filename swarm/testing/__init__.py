@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import trio
 
-from localstore import CHUNK_SIZE, Chunk
+from chunks import CHUNK_SIZE, Chunk
 from swarm.config import NodeConfig
 from swarm.node import Node
 from syncer.pull_config import PullerConfig
@@ -62,7 +62,7 @@ def preload(data_dir: Path, chunks: Iterable[Chunk], *, network_id: int = 1, bat
 
     Creates the identity and the store if they do not exist yet, exactly as `swarm node` would.
     """
-    from localstore import LocalStore
+    from localstore.store import LocalStore
     from streamer.identity import load_or_create_identity
 
     data_dir = Path(data_dir)

@@ -9,7 +9,7 @@ A SOC is content its owner signs and names, instead of content named by its hash
   address depends on who and which id, not on the content: the owner can put other content at
   the same address (bee's feeds do, one id per update), and nobody else can.
 - signature = the owner's Ethereum personal-message signature of ``id || cac`` (see
-  `localstore.ethkey`).
+  `chunks.ethkey`).
 
 A SOC that arrives by sync or retrieval carries no owner: validation recovers it from the
 signature and checks that it, with the id, hashes to the address. One special owner
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from localstore.bmt import CHUNK_PAYLOAD_SIZE, MAX_SPAN, bmt_address, keccak256
-from localstore.ethkey import OWNER_SIZE, SIGNATURE_SIZE, BadSignature, Secp256k1Key, recover_owner
-from localstore.invalid import InvalidChunk
+from chunks.bmt import CHUNK_PAYLOAD_SIZE, MAX_SPAN, bmt_address, keccak256
+from chunks.ethkey import OWNER_SIZE, SIGNATURE_SIZE, BadSignature, Secp256k1Key, recover_owner
+from chunks.invalid import InvalidChunk
 
 __all__ = [
     "ID_SIZE",

@@ -3,7 +3,7 @@
 What any key file of the project needs, whatever the key: created with mode 0600 and O_EXCL (an
 existing file is never replaced; a half-written one is removed), fsynced; refused on reading if
 group or others may access it (as ssh refuses such keys) or if it is not a regular file.
-`localstore.ethkey` keeps secp256k1 keys in one; the node identity's Ed25519 seed
+`chunks.ethkey` keeps secp256k1 keys in one; the node identity's Ed25519 seed
 (`streamer.identity`) follows the same rules.
 """
 

@@ -3,7 +3,7 @@
 - A content chunk's data is ``span (8 bytes little-endian) || payload (0..4096)``, 8..4104 bytes,
   and its address is the BMT hash of it.
 - A single-owner chunk's data is ``id || signature || span || payload``, 105..4201 bytes, and its
-  address is ``keccak256(id || owner)``, the owner recovered from the signature (`localstore.soc`).
+  address is ``keccak256(id || owner)``, the owner recovered from the signature (`chunks.soc`).
 
 Nothing in the data says which kind it is: a chunk is valid if it is a valid content chunk *or* a
 valid single-owner chunk for its address. Constructing a Chunk only checks the address's type and
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from localstore.bmt import bmt_address
-from localstore.invalid import InvalidChunk
-from localstore.soc import MAX_SOC_DATA_SIZE, MIN_SOC_DATA_SIZE, InvalidSoc, Soc, validate_soc
+from chunks.bmt import bmt_address
+from chunks.invalid import InvalidChunk
+from chunks.soc import MAX_SOC_DATA_SIZE, MIN_SOC_DATA_SIZE, InvalidSoc, Soc, validate_soc
 
 __all__ = [
     "ADDRESS_SIZE",

@@ -1,7 +1,7 @@
 """InvalidChunk: chunk data that is malformed or does not belong to its address.
 
-A module of its own so that both chunk kinds (content chunks in `localstore.chunk`, single-owner
-chunks in `localstore.soc`) raise it, and their subclasses, without importing each other.
+A module of its own so that both chunk kinds (content chunks in `chunks.chunk`, single-owner
+chunks in `chunks.soc`) raise it, and their subclasses, without importing each other.
 """
 
 from __future__ import annotations

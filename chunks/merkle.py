@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from localstore.bmt import keccak256
+from chunks.bmt import keccak256
 
 __all__ = [
     "EMPTY_ROOT",

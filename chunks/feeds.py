@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from localstore.bmt import keccak256
-from localstore.ethkey import OWNER_SIZE, Secp256k1Key
-from localstore.soc import Soc, make_soc, soc_address, validate_soc
+from chunks.bmt import keccak256
+from chunks.ethkey import OWNER_SIZE, Secp256k1Key
+from chunks.soc import Soc, make_soc, soc_address, validate_soc
 
 __all__ = [
     "MAX_INDEX",

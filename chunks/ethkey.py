@@ -20,8 +20,8 @@ import os
 
 import coincurve
 
-from localstore.bmt import keccak256
-from localstore.keyfile import KeyFileError, create_owner_only, read_owner_only
+from chunks.bmt import keccak256
+from chunks.keyfile import KeyFileError, create_owner_only, read_owner_only
 
 __all__ = [
     "OWNER_SIZE",
