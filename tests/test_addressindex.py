@@ -146,7 +146,7 @@ def test_a_failed_build_leaves_no_file(tmp_path: Path) -> None:
 
 UNCLEAN_STOP = """
 import os, sys
-from localstore import LocalStore
+from localstore.store import LocalStore
 from tests.test_localstore import OVERLAY, random_chunks
 store = LocalStore(sys.argv[1], OVERLAY)
 chunks = random_chunks(200, seed=3)

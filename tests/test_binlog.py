@@ -207,7 +207,8 @@ def test_a_damaged_tree_file_is_rebuilt_after_an_unclean_stop(tmp_path: Path) ->
 
 WRITER = """
 import os, sys, time
-from localstore import Chunk, LocalStore
+from chunks import Chunk
+from localstore.store import LocalStore
 path, seed = sys.argv[1], int(sys.argv[2])
 store = LocalStore(path, bytes(32))
 os.write(1, b"r")

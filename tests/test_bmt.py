@@ -109,7 +109,7 @@ def test_fallback_when_pysha3_is_missing() -> None:
     """With the sha3 module unimportable, the module picks pycryptodome and gives the same addresses."""
     code = (
         "import sys; sys.modules['sha3'] = None\n"
-        "from localstore import bmt\n"
+        "from chunks import bmt\n"
         "print(bmt.KECCAK_BACKEND)\n"
         "print(bmt.bmt_address(b'foo').hex())\n"
         "print(bmt.bmt_address(bytes(range(256)) * 16).hex())\n"

@@ -323,7 +323,8 @@ def test_second_open_in_same_process_is_locked(store_path: Path) -> None:
         # The refused opener did not take the lock away from the holder.
         result = run_python(
             f"""
-            from localstore import LocalStore, StoreLocked
+            from localstore import StoreLocked
+            from localstore.store import LocalStore
             try:
                 LocalStore({str(store_path)!r}, bytes.fromhex({OVERLAY.hex()!r}))
                 print("opened")
@@ -339,7 +340,8 @@ def test_second_open_in_same_process_is_locked(store_path: Path) -> None:
 def test_open_from_another_process_is_locked(store_path: Path) -> None:
     code = f"""
         import json
-        from localstore import LocalStore, StoreError
+        from localstore import StoreError
+        from localstore.store import LocalStore
         try:
             LocalStore({str(store_path)!r}, bytes.fromhex({OVERLAY.hex()!r}))
             print(json.dumps({{"error": None}}))
@@ -360,7 +362,7 @@ def test_held_by_another_process_then_released_when_it_exits(store_path: Path) -
         [
             sys.executable,
             "-c",
-            "import sys\nfrom localstore import LocalStore\n"
+            "import sys\nfrom localstore.store import LocalStore\n"
             f"s = LocalStore({str(store_path)!r}, bytes.fromhex({OVERLAY.hex()!r}))\n"
             "print('open', flush=True)\nsys.stdin.readline()\n",
         ],
@@ -779,7 +781,8 @@ def test_property_store_matches_naive_model(overlay: bytes, ops: list[tuple[str,
 # inside writes: a store that wrote chunk, pull-index entry and counter separately fails this test.
 CRASHER = """
 import json, os, random, signal, sys, time, traceback
-from localstore import Chunk, LocalStore
+from chunks import Chunk
+from localstore.store import LocalStore
 
 path, overlay, rounds = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(int(sys.argv[4]))

@@ -23,7 +23,7 @@ from swarm.files.chunker import split_bytes
 from swarm.net.push_requests import PushFailed
 from swarm.net.pushsync import NoCloserPeer
 from swarm.node import Node
-from swarm.reserve.pusher import Pusher
+from swarm.reserve.pusher import Pusher, Tag
 from swarm.testing import node_config, start_node, wait_for
 from tests.reserve_helpers import spread_identities, write_identity
 
@@ -90,6 +90,29 @@ OWN = bytes(32)
 
 def storer(n: int) -> bytes:
     return bytes([n + 1]) * 32
+
+
+def pusher_over(
+    store: LocalStore, push: object, *, responsible: bool, peers: bool, **options: object
+) -> Pusher:
+    """A pusher of this node (overlay OWN) over ``store``, pushing with ``push``."""
+    return Pusher(
+        store,
+        overlay=OWN,
+        get_chunk=store.get,
+        push=push,  # type: ignore[arg-type]
+        responsible=lambda address: responsible,
+        has_peers=lambda: peers,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def upload(pusher: Pusher, data: list[Chunk]) -> Tag:
+    """An upload of ``data`` (already stored), from its first chunk to its end."""
+    tag = pusher.new_tag()
+    pusher.add(tag, [c.address for c in data])
+    pusher.finish(tag, data[0].address, [c.address for c in data])
+    return tag
 
 
 async def test_an_upload_is_held_until_two_storers_signed_then_evictable(
@@ -171,18 +194,9 @@ async def test_a_node_alone_holds_its_own_chunks_durable_at_once(tmp_path: Path)
         raise PushFailed("unreachable")
 
     with LocalStore(tmp_path / "s", bytes(32)) as store:
-        pusher = Pusher(
-            store,
-            overlay=OWN,
-            get_chunk=store.get,
-            push=push,
-            responsible=lambda a: True,
-            has_peers=lambda: False,
-        )
+        pusher = pusher_over(store, push, responsible=True, peers=False)
         store.put_many(data)
-        tag = pusher.new_tag()
-        pusher.add(tag, [c.address for c in data])
-        pusher.finish(tag, data[0].address, [c.address for c in data])
+        tag = upload(pusher, data)
         assert tag.complete and tag.synced == 3 and pusher.statistics().pending == 0
         assert not pushed
 
@@ -198,18 +212,9 @@ async def test_the_same_storer_signing_twice_is_not_durable(
         return storer(0), RECEIPT
 
     with LocalStore(tmp_path / "s", bytes(32)) as store:
-        pusher = Pusher(
-            store,
-            overlay=OWN,
-            get_chunk=store.get,
-            push=push,
-            responsible=lambda a: False,
-            has_peers=lambda: True,
-        )
+        pusher = pusher_over(store, push, responsible=False, peers=True)
         store.put_many(data)
-        tag = pusher.new_tag()
-        pusher.add(tag, [data[0].address])
-        pusher.finish(tag, data[0].address, [data[0].address])
+        tag = upload(pusher, data)
         with trio.fail_after(60):
             async with trio.open_nursery() as nursery:
                 await nursery.start(pusher.run)
@@ -226,14 +231,7 @@ async def test_the_same_storer_signing_twice_is_not_durable(
             seen.append(storers)
             return storer(len(seen)), RECEIPT
 
-        pusher = Pusher(
-            store,
-            overlay=OWN,
-            get_chunk=store.get,
-            push=record,
-            responsible=lambda a: False,
-            has_peers=lambda: True,
-        )
+        pusher = pusher_over(store, record, responsible=False, peers=True)
         with trio.fail_after(60):
             async with trio.open_nursery() as nursery:
                 await nursery.start(pusher.run)
@@ -251,25 +249,11 @@ async def test_pending_pushes_survive_a_restart(tmp_path: Path) -> None:
         raise NoCloserPeer("alone")
 
     with LocalStore(tmp_path / "s", bytes(32)) as store:
-        pusher = Pusher(
-            store,
-            overlay=OWN,
-            get_chunk=store.get,
-            push=never,
-            responsible=lambda a: False,
-            has_peers=lambda: False,
-        )
+        pusher = pusher_over(store, never, responsible=False, peers=False)
         store.put_many(data)
         pusher.add(pusher.new_tag(), [c.address for c in data])
     with LocalStore(tmp_path / "s", bytes(32)) as store:
-        pusher = Pusher(
-            store,
-            overlay=OWN,
-            get_chunk=store.get,
-            push=never,
-            responsible=lambda a: False,
-            has_peers=lambda: True,
-        )
+        pusher = pusher_over(store, never, responsible=False, peers=True)
         assert all(c.address in pusher for c in data), "still held after a restart"
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
