@@ -152,3 +152,33 @@ def test_progress_on_a_pipe_prints_lines() -> None:
         "sim: 2/4 networks",
         "sim: 4/4 networks",
     ]
+
+
+def test_without_the_sim_extra_swarm_sim_says_what_to_install(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['pyspark'] = None  # as in a node-only install: `pip install .` brings no PySpark\n"
+        "from swarm.cli.main import main\n"
+        f"sys.exit(main(['sim', '--nodes', '64', '--runs', '1', '--out', {str(tmp_path / 'out')!r}]))\n"
+    )
+    command = [sys.executable, "-c", code]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'swarm-sync[sim]'" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_node_only_install_brings_no_pyspark() -> None:
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    project = tomllib.loads(pyproject.read_text())["project"]
+    names = [dep.split(">")[0].split("[")[0].strip() for dep in project["dependencies"]]
+    assert "pyspark" not in names and "matplotlib" not in names
+    extras = project["optional-dependencies"]
+    assert any(dep.startswith("pyspark") for dep in extras["sim"])
+    assert "swarm-sync[sim]" in extras["dev"], "the README's install (.[dev]) still brings the simulations"

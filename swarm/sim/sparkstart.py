@@ -85,9 +85,10 @@ def start_session(
     master: str | None, *, app_name: str = "swarm-sim", log_path: Path | None = None
 ) -> SparkSession:
     """A quiet SparkSession (for the Parquet tables) over :func:`start_context`."""
+    context = start_context(master, app_name=app_name, log_path=log_path)  # says if pyspark is missing
     from pyspark.sql import SparkSession
 
-    return SparkSession(start_context(master, app_name=app_name, log_path=log_path))
+    return SparkSession(context)
 
 
 def start_context(
@@ -103,13 +104,15 @@ def start_context(
     Raises :class:`SparkUnavailable` with one line when Java or pyspark is missing. On a non-local master
     the simulation code (``pot``, ``kademlia``, ``swarm``) is shipped to the executors as a zip.
     """
+    try:  # first: a node-only install (no sim extra) should hear about that, not about Java
+        from pyspark import SparkConf, SparkContext
+    except ImportError:
+        raise SparkUnavailable(
+            "pyspark is not installed: swarm sim needs the sim extra, pip install 'swarm-sync[sim]'"
+        ) from None
     submitted = under_spark_submit()
     if not submitted:
         find_java()
-    try:
-        from pyspark import SparkConf, SparkContext
-    except ImportError as exc:
-        raise SparkUnavailable(f"pyspark is not installed ({exc}); pip install pyspark") from None
     conf = SparkConf().setAppName(app_name)
     chosen = master or ("" if submitted else "local[*]")
     if chosen:
