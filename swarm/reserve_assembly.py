@@ -89,6 +89,8 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         timeout=config.retrieve_timeout,
         hedge_after=config.hedge_after,
         avoidance=given.avoidance,
+        known=table.known_peers,
+        credible_within=config.neighbourhood_size + 2,
     )
     pusher = Pusher(
         given.store,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swarm.net.peer_choice import AttemptPlan, Avoidance, choose_next
+from swarm.net.peer_choice import AttemptPlan, Avoidance, choose_next, closer_known
 
 addresses = st.binary(min_size=4, max_size=4)
 
@@ -109,3 +109,10 @@ def test_avoidance_matches_a_model(events):
             for p in [p for p, until in model.items() if until <= now]:
                 del model[p]
             assert avoidance.avoided(now) == frozenset(bytes([p]) for p in model)
+
+
+@given(target=addresses, node=addresses, known=st.lists(addresses, max_size=12))
+def test_closer_known_counts_what_a_naive_scan_counts(target, node, known):
+    d = lambda x: int.from_bytes(x, "big") ^ int.from_bytes(target, "big")  # noqa: E731
+    expected = len({k for k in known if k != node and d(k) < d(node)})
+    assert closer_known(target, node, known) == expected

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ from streamer.messages import PushReceipt
 from streamer.push_receipts import BadReceipt, make_receipt, verify_receipt
 from swarm.files.chunker import split_bytes
 from swarm.net.push_requests import PushFailed
-from swarm.net.pushsync import NoCloserPeer
+from swarm.net.pushsync import NoCloserPeer, PushSync
 from swarm.node import Node
 from swarm.reserve.pusher import Pusher, Tag
 from swarm.testing import node_config, start_node, wait_for
@@ -314,3 +315,54 @@ async def test_uploads_reach_their_neighbourhood_and_come_back_receipted(tmp_pat
                 again = await client.post(f"http://127.0.0.1:{uploader.api_port}/bytes", content=data)
             assert again.json()["tag"]["seen"] == again.json()["tag"]["split"] == len(file_chunks)
             nursery.cancel_scope.cancel()
+
+
+class _Conn:
+    closed = False
+
+
+class _SigningPeer:
+    """A peer that answers every push with a receipt signed by ``signer`` (radius 0), storing nothing."""
+
+    def __init__(self, signer: NodeIdentity) -> None:
+        self.signer = signer
+        self.overlay = signer.overlay(NETWORK)
+        self.conn = _Conn()
+
+    async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt:
+        return make_receipt(self.signer, network_id=NETWORK, request_id=0, address=address, radius=0)
+
+
+@pytest.mark.parametrize("closer", [0, 4, 5, 9])
+async def test_a_receipt_from_outside_the_neighbourhood_we_know_is_refused(closer: int) -> None:
+    """A throwaway identity signs with radius 0 (a valid signature, not shallow by its own claim);
+    the uploader refuses it once it knows five or more nodes closer to the chunk."""
+    throwaway = NodeIdentity.generate()
+    peer = _SigningPeer(throwaway)
+    chunk = chunks(1, seed=9)[0]
+    target = int.from_bytes(chunk.address, "big")
+    own_distance = int.from_bytes(throwaway.overlay(NETWORK), "big") ^ target
+    # known nodes closer to the chunk than the signer: its distance with lower bits cleared
+    nearer = [(target ^ (own_distance >> (k + 1))).to_bytes(32, "big") for k in range(closer)]
+    uploader = NodeIdentity.generate()
+    peers: list[Any] = [peer]  # a double of a connected peer
+    pushsync = PushSync(
+        uploader,
+        NETWORK,
+        peers=lambda: peers,
+        store=lambda chunk: None,
+        responsible=lambda address: False,
+        radius=lambda: 0,
+        known=lambda: nearer,
+        credible_within=5,
+    )
+    own = int.from_bytes(uploader.overlay(NETWORK), "big") ^ target
+    closer_than_signer = closer + (own < own_distance)
+    with trio.fail_after(10):
+        if closer_than_signer >= 5:
+            with pytest.raises(PushFailed, match="not in the neighbourhood"):
+                await pushsync.push(chunk)
+            assert pushsync.statistics().rejected == 1
+        else:
+            storer, _ = await pushsync.push(chunk)
+            assert storer == throwaway.overlay(NETWORK) and pushsync.statistics().rejected == 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["AttemptPlan", "Avoidance", "choose_next", "distance"]
+__all__ = ["AttemptPlan", "Avoidance", "choose_next", "closer_known", "distance"]
 
 
 def distance(a: bytes, b: bytes) -> int:
@@ -57,6 +57,18 @@ def choose_next(
         if best is None or key < best:
             best = key
     return None if best is None else best[2]
+
+
+def closer_known(target: bytes, node: bytes, known: Iterable[bytes]) -> int:
+    """How many of the ``known`` addresses (``node`` itself aside) are strictly closer to ``target``
+    than ``node`` is: 0 for the closest node we know of.
+
+    An uploader judges a storer by it: a receipt proves only that its signer holds the chunk, and a
+    throwaway identity can sign one; a storer with many known nodes closer to the chunk than itself
+    is not in the chunk's neighbourhood as this node sees it, whatever radius it claims.
+    """
+    limit = distance(node, target)
+    return sum(1 for other in set(known) if other != node and distance(other, target) < limit)
 
 
 @dataclass

@@ -38,7 +38,7 @@ from streamer.messages import GoodbyeCode, PushDelivery, PushFailure, PushReceip
 from streamer.outbox import Priority
 from streamer.push_receipts import BadReceipt, make_receipt, verify_receipt
 from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
-from swarm.net.peer_choice import AttemptPlan, Avoidance
+from swarm.net.peer_choice import AttemptPlan, Avoidance, closer_known
 from swarm.net.push_requests import PushFailed
 
 __all__ = ["NoCloserPeer", "PushPeer", "PushStatistics", "PushSync"]
@@ -92,6 +92,8 @@ class PushSync:
         origin_attempts: int = 5,
         hedge_after: float = 0.25,
         avoidance: Avoidance | None = None,
+        known: Callable[[], Iterable[bytes]] = lambda: (),
+        credible_within: int = 5,
     ) -> None:
         self.identity = identity
         self.network_id = network_id
@@ -105,6 +107,8 @@ class PushSync:
         self.origin_attempts = origin_attempts  # peers the uploader tries at most per push
         self.policy = HedgePolicy(timeout=timeout, hedge_after=hedge_after)
         self.avoidance = avoidance if avoidance is not None else Avoidance()
+        self._known = known  # the overlays this node knows (its address book), itself aside
+        self.credible_within = credible_within  # a storer must be among the nodes we know this close
         self._serving: dict[bytes, int] = {}
         self.received = self.stored = self.forwarded = self.failed = self.pushed = self.rejected = 0
 
@@ -192,10 +196,22 @@ class PushSync:
                 raise BadReceipt(f"receipt names chunk {receipt.address.hex()}, not {address.hex()}")
             return b""
         try:
-            return verify_receipt(receipt, network_id=self.network_id, address=address)
+            storer = verify_receipt(receipt, network_id=self.network_id, address=address)
+            self._check_neighbourhood(storer, address)
         except BadReceipt:
             self.rejected += 1
             raise
+        return storer
+
+    def _check_neighbourhood(self, storer: bytes, address: bytes) -> None:
+        """The storer must be one of the ``credible_within`` nodes closest to the chunk that this node
+        knows (itself included): a signature within the signer's own claimed radius is not enough."""
+        closer = closer_known(address, storer, [*self._known(), self.overlay])
+        if closer >= self.credible_within:
+            raise BadReceipt(
+                f"storer {storer.hex()[:12]} is not in the neighbourhood of {address.hex()[:12]}: "
+                f"{closer} nodes this node knows are closer to it"
+            )
 
     # -- serving peers --------------------------------------------------------------------------
 
