@@ -112,13 +112,13 @@ def build_log(directory: Path, leaves: int, rng: random.Random) -> tuple[PullInd
     figures = {
         "leaves": leaves,
         "tree_level": TREE_LEVEL,
-        "tree_bytes_per_100k": round(stats["tree_bytes"] * per),
-        "tree_bytes_per_leaf": round(stats["tree_bytes"] / leaves, 2),
+        "tree_bytes_per_100k": round(stats.tree_bytes * per),
+        "tree_bytes_per_leaf": round(stats.tree_bytes / leaves, 2),
         "pull_index_bytes_per_100k": round(40 * leaves * per),
         "tree_bytes_per_100k_if_level": {
             level: round(32 * sum(stored_nodes(n >> level) for n in sizes) * per) for level in (0, 2, 4, 7)
         },
-        "frontier_bytes": stats["frontier_bytes"],
+        "frontier_bytes": stats.frontier_bytes,
         "heap_bytes": heap,
         "rss_growth_kb": rss_kb() - rss_before,
         "appends_per_s": round(leaves / appended),

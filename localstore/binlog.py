@@ -26,6 +26,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from chunks.merkle import (
     HASH_SIZE,
@@ -38,7 +39,7 @@ from chunks.merkle import (
 )
 from localstore.pullindex import PullIndex
 
-__all__ = ["TREE_LEVEL", "BinLogs", "tree_file_name"]
+__all__ = ["TREE_LEVEL", "BinLogStatistics", "BinLogs", "tree_file_name"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,15 @@ TREE_LEVEL = 4
 BLOCK = 1 << TREE_LEVEL
 BLOCK_CACHE = 256
 """Blocks whose leaf hashes are kept (LRU): the edges of the ranges proofs are asked for."""
+
+
+@dataclass(frozen=True)
+class BinLogStatistics:
+    """What the logs take, on disk and in memory (for the benches)."""
+
+    tree_bytes: int  # bytes of every bin's tree file
+    frontier_bytes: int  # bytes of the frontiers' hashes kept in memory
+    cached_blocks: int  # blocks whose leaf hashes are cached (at most BLOCK_CACHE)
 
 
 def tree_file_name(bin: int) -> str:
@@ -245,11 +255,11 @@ class BinLogs:
         if not 0 <= size <= self._frontiers[bin].size:
             raise ValueError(f"bin {bin}'s log has {self._frontiers[bin].size} leaves, not {size}")
 
-    def statistics(self) -> dict[str, int]:
+    def statistics(self) -> BinLogStatistics:
         """Bytes of the tree files and of the frontiers in memory (for the benches)."""
         disk = sum(os.fstat(fd).st_size for fd in self._fds.values())
         memory = sum(len(f.hashes) * HASH_SIZE for f in self._frontiers.values())
-        return {"tree_bytes": disk, "frontier_bytes": memory, "cached_blocks": len(self._blocks)}
+        return BinLogStatistics(tree_bytes=disk, frontier_bytes=memory, cached_blocks=len(self._blocks))
 
 
 def _whole_blocks(nodes: int) -> int:

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import trio
@@ -40,7 +40,7 @@ from streamer.messages import (
     clip_reason,
     payload_size,
 )
-from streamer.outbox import Priority, PriorityOutbox
+from streamer.outbox import OutboxStatistics, Priority, PriorityOutbox
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,9 @@ class Disconnect:
 
 
 @dataclass
-class ConnectionStatistics:
-    """Traffic of one connection; `*_at` are wall-clock times of the last message each way."""
+class ConnectionCounters:
+    """Traffic of one connection, counted as it goes; `*_at` are wall-clock times of the last
+    message each way."""
 
     messages_in: int = 0
     messages_out: int = 0
@@ -73,6 +74,23 @@ class ConnectionStatistics:
     protocol_bytes_out: int = 0
     last_in_at: float | None = None
     last_out_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionStatistics:
+    """A snapshot of one connection: whose, which way, its traffic and its outbox."""
+
+    overlay: bytes  # the peer's overlay address
+    outbound: bool  # this node dialled the peer
+    messages_in: int  # messages received
+    messages_out: int  # messages sent
+    payload_bytes_in: int  # chunk-data bytes received (`streamer.messages.payload_size`)
+    protocol_bytes_in: int  # every other byte of the frames received (protocol overhead)
+    payload_bytes_out: int  # chunk-data bytes sent
+    protocol_bytes_out: int  # every other byte of the frames sent
+    last_in_at: float | None  # wall-clock time of the last message received (None: none yet)
+    last_out_at: float | None  # wall-clock time of the last write to the peer (None: none yet)
+    outbox: OutboxStatistics  # what waits to be sent, per priority class
 
 
 async def close_quietly(stream: trio.abc.Stream) -> None:
@@ -106,7 +124,7 @@ class PeerConnection:
         self.remote = remote
         self.local = local
         self.outbound = outbound
-        self.stats = ConnectionStatistics()
+        self.stats = ConnectionCounters()
         self._stream = stream
         self._decoder = decoder or FrameDecoder()
         self._outbox: PriorityOutbox[Message] = PriorityOutbox(outbox_capacity)
@@ -308,10 +326,6 @@ class PeerConnection:
         if self._scope is not None:
             self._scope.cancel()
 
-    def statistics(self) -> dict[str, Any]:
-        return {
-            "overlay": self.overlay.hex(),
-            "outbound": self.outbound,
-            **vars(self.stats),
-            "outbox": vars(self._outbox.statistics()),
-        }
+    def statistics(self) -> ConnectionStatistics:
+        outbox = self._outbox.statistics()
+        return ConnectionStatistics(self.overlay, self.outbound, **asdict(self.stats), outbox=outbox)

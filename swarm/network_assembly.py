@@ -18,7 +18,7 @@ from streamer.channel import TlsCredentials
 from streamer.identity import NodeIdentity
 from streamer.messages import GoodbyeCode
 from swarm.config import NodeConfig
-from swarm.net.gossip import Gossip
+from swarm.net.gossip import Gossip, GossipCounters
 from swarm.net.sessions import Sessions
 from swarm.net.topology import Topology
 from swarm.peer_wiring import PeerWiring
@@ -34,15 +34,15 @@ class NetworkServices:
     manager: ConnectionManager
     gossip: Gossip
 
-    def gossip_counters(self) -> dict[str, int]:
+    def gossip_counters(self) -> GossipCounters:
         """Peer records received, rejected (bad signature or address), rate-limited, refused."""
         gossip = self.gossip
-        return {
-            "received": gossip.received,
-            "rejected": gossip.rejected,
-            "rate_limited": gossip.rate_limited,
-            "refused": self.topology.refused,
-        }
+        return GossipCounters(
+            received=gossip.received,
+            rejected=gossip.rejected,
+            rate_limited=gossip.rate_limited,
+            refused=self.topology.refused,
+        )
 
 
 def build_network_services(

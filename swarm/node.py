@@ -323,7 +323,7 @@ class Node:
             saturation=self.config.saturation,
             gossip=self.network.gossip_counters(),
             equivocations=self.equivocations.count,
-            repairs={"repaired": self.repair.repaired, "failed": self.repair.failed},
+            repairs=self.repair.counters(),
             reserve=reserve_status(
                 self.reserve, self.pusher, self.pushsync, len(self.pins.roots()), len(self.pins)
             ),

@@ -13,6 +13,8 @@ from typing import Protocol
 from kademlia import PeerTable, TableSnapshot
 from streamer.messages import BIN_COUNT, SignedState
 from swarm.live.results import LiveStatistics
+from swarm.net.gossip import GossipCounters
+from swarm.net.repair import RepairCounters
 from swarm.net.retrieval import Retrieval, RetrievalStatistics
 from swarm.net.sessions import Disconnection, Sessions
 from swarm.proofs.service import ProofsSnapshot
@@ -60,9 +62,9 @@ class NodeStatistics:
     violations: int
     handshakes_refused: int
     turned_away: int  # inbound connections closed at once: too many greetings under way
-    gossip: dict[str, int]  # peer records: received, rejected (bad), rate_limited, refused (not kept)
+    gossip: GossipCounters  # peer records: received, rejected (bad), rate_limited, refused (not kept)
     equivocations: int  # single-owner chunks signed twice with different content, seen here
-    repairs: dict[str, int]  # damaged chunks fetched again from peers, or given up
+    repairs: RepairCounters  # damaged chunks fetched again from peers, or given up
     retrieval: RetrievalStatistics
     table: TableSnapshot
     strategy: str
@@ -91,9 +93,9 @@ def collect_statistics(
     table: PeerTable,
     strategy: str,
     saturation: int,
-    gossip: dict[str, int],
+    gossip: GossipCounters,
     equivocations: int,
-    repairs: dict[str, int],
+    repairs: RepairCounters,
     reserve: ReserveStatus | None = None,
     proofs: ProofsSnapshot | None = None,
     live: LiveStatistics | None = None,

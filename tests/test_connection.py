@@ -475,8 +475,8 @@ async def test_a_peer_that_does_not_read_makes_senders_wait() -> None:
             # b never reads: one coalesced write is stuck in send_all, the outbox is full again and
             # the producer waits instead of queueing more
             stuck = sent
-            assert a.statistics()["outbox"]["producers_waiting"] == 1
-            assert a.statistics()["outbox"]["queued"]["historical"] == 4
+            assert a.statistics().outbox.producers_waiting == 1
+            assert a.statistics().outbox.queued["historical"] == 4
             await trio.sleep(0.2)
             assert sent == stuck < 4 + 4 + 2
             n.cancel_scope.cancel()

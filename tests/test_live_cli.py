@@ -6,7 +6,9 @@ import subprocess
 import sys
 
 from swarm.cli.live import sse_events
+from swarm.live.interest import InterestStatistics
 from swarm.live.loss import COUNTERS, LossTable
+from swarm.live.pruning import PushPathStatistics
 from swarm.live.report import loss_document, loss_summary_row, loss_text
 from swarm.live.results import LiveStatistics
 from swarm.live.window import WindowStatistics
@@ -49,15 +51,17 @@ def statistics(table: LossTable) -> LiveStatistics:
         advisories=3,
         detectors=window,
         receivers=window,
-        interest={"followed": 1, "relayed": 0, "peers": 2, "ignored": 0},
-        pruning={
-            "chains": 1,
-            "paused_here": 1,
-            "paused_by_peers": 0,
-            "pauses_sent": 2,
-            "resumes_sent": 1,
-            "ignored": 0,
-        },
+        interest=InterestStatistics(followed=1, relayed=0, peers=2, ignored=0),
+        pruning=PushPathStatistics(
+            chains=1,
+            paused_here=1,
+            paused_by_peers=0,
+            pauses_sent=2,
+            resumes_sent=1,
+            grafts=0,
+            ignored=0,
+            haves_received=0,
+        ),
     )
 
 

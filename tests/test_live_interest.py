@@ -137,4 +137,4 @@ def test_a_peer_may_announce_a_bounded_number_of_streams() -> None:
     table.announced(name(1), entries)
     assert len(table.targets(Stream.feed(bytes([0]) * 20, b"\x00" * 32), None)) == 1
     assert table.ignored == 2
-    assert table.statistics()["relayed"] == 3
+    assert table.statistics().relayed == 3

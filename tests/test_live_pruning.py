@@ -219,7 +219,7 @@ def test_an_announced_message_not_seen_in_time_resumes_its_announcers() -> None:
     pruning.announced(FEED, B, 7, now=10.0)
     assert pruning.due(10.5, lambda chain, n: False) == []  # not yet
     assert pruning.due(11.0, lambda chain, n: False) == [PauseChange(B, FEED, False)]
-    assert pruning.paused(FEED) == [] and pruning.statistics()["grafts"] == 1
+    assert pruning.paused(FEED) == [] and pruning.statistics().grafts == 1
     pruning.repeated(FEED, B)
     pruning.announced(FEED, B, 8, now=20.0)
     assert pruning.due(25.0, lambda chain, n: n == 8) == []  # it came another way

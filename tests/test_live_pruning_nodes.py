@@ -74,7 +74,7 @@ async def test_a_repeat_pauses_the_second_path_and_later_updates_come_once(tmp_p
                 assert (await next_update(follower)).update.index == i
             assert sender.live.paths.pruned - pruned_before == 10  # none of them sent on the paused path
             assert repeats(c) == before
-            assert c.live.statistics().pruning["pauses_sent"] == 1
+            assert c.live.statistics().pruning.pauses_sent == 1
 
 
 async def test_when_the_eager_path_goes_the_paused_one_is_resumed(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ async def test_when_the_eager_path_goes_the_paused_one_is_resumed(tmp_path: Path
             await wait_for(lambda: c.live.paths.pruning.paused(chain) == [])
             sender = a if paused == a.overlay else b
             await wait_for(lambda: not sender.live.paths.pruning.paused_by(c.overlay, chain))
-            assert c.live.statistics().pruning["resumes_sent"] >= 1
+            assert c.live.statistics().pruning.resumes_sent >= 1
             for i in range(index, index + 5):
                 a.live.publish_feed_update(key.owner, TOPIC, i, update(i))
                 assert (await next_update(follower)).update.index == i
@@ -112,9 +112,9 @@ async def test_a_node_whose_every_path_is_paused_grafts_on_the_announcements(tmp
             accepted = c.live.relay.accepted
             a.live.publish_feed_update(key.owner, TOPIC, 1, update(1))
             # only announced to node 2; a second later it resumes the announcers
-            await wait_for(lambda: c.live.statistics().pruning["grafts"] >= 1)
+            await wait_for(lambda: c.live.statistics().pruning.grafts >= 1)
             await wait_for(lambda: not a.live.paths.pruning.paused_by(c.overlay, chain))
-            assert c.live.statistics().pruning["haves_received"] >= 1
+            assert c.live.statistics().pruning.haves_received >= 1
             a.live.publish_feed_update(key.owner, TOPIC, 2, update(2))
             await wait_for(lambda: c.live.relay.accepted >= accepted + 1)  # update 2 came by push
             shown = {(await next_update(follower)).update.index for _ in range(2)}

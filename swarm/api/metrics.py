@@ -8,6 +8,7 @@ step.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import asdict
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -97,7 +98,7 @@ def _safety_families(stats: NodeStatistics) -> Iterator[Metric]:
         "chunks found damaged on disk: fetched again from a peer, or lost (no peer had them)",
         labels=["outcome"],
     )
-    for outcome, value in stats.repairs.items():
+    for outcome, value in asdict(stats.repairs).items():
         repairs.add_metric([outcome], value)
     yield repairs
     yield CounterMetricFamily(  # provable streams (issue 16)
@@ -111,7 +112,7 @@ def _safety_families(stats: NodeStatistics) -> Iterator[Metric]:
         "(over a peer's budget), refused (an address not to dial, or a full bin)",
         labels=["outcome"],
     )
-    for outcome, value in stats.gossip.items():
+    for outcome, value in asdict(stats.gossip).items():
         records.add_metric([outcome], value)
     yield records
 

@@ -7,6 +7,7 @@ can each be read on its own.
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from streamer.messages import SignedState
@@ -178,9 +179,9 @@ def loss_totals(stats: NodeStatistics) -> dict[str, int]:
     totals["handshakes_refused"] = stats.handshakes_refused
     totals["turned_away"] = stats.turned_away
     totals["equivocations"] = stats.equivocations
-    totals["damaged_repaired"] = stats.repairs["repaired"]
-    totals["damaged_lost"] = stats.repairs["failed"]
+    totals["damaged_repaired"] = stats.repairs.repaired
+    totals["damaged_lost"] = stats.repairs.failed
     totals["state_equivocations"] = stats.proofs.equivocations if stats.proofs else 0
-    for name, value in stats.gossip.items():
+    for name, value in asdict(stats.gossip).items():
         totals[f"peer_records_{name}"] = value
     return totals

@@ -16,16 +16,27 @@ entries to send (`announcements`), coalescing changes until the caller sends the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from streamer.messages import INTEREST_WITHDRAWN, MAX_INTEREST_ENTRIES, InterestEntry, StreamKind
 from swarm.live.messages import Stream
 
-__all__ = ["MAX_HOPS", "MAX_STREAMS_PER_PEER", "InterestTable"]
+__all__ = ["MAX_HOPS", "MAX_STREAMS_PER_PEER", "InterestStatistics", "InterestTable"]
 
 MAX_HOPS = 8
 """Interest is announced at most this many hops from a follower (retrieval's hop limit too)."""
 MAX_STREAMS_PER_PEER = 10_000
 """Streams kept per peer; announcements past this are ignored (and counted)."""
+
+
+@dataclass(frozen=True)
+class InterestStatistics:
+    """What the interest table holds."""
+
+    followed: int  # streams followed here (by a local client)
+    relayed: int  # streams wanted by peers only: this node pushes them on, following none
+    peers: int  # connected peers exchanging interest with this node
+    ignored: int  # announcements over a peer's budget (`MAX_STREAMS_PER_PEER`)
 
 
 class InterestTable:
@@ -155,10 +166,10 @@ class InterestTable:
     def pending(self, peer: bytes) -> bool:
         return bool(self._dirty.get(peer))
 
-    def statistics(self) -> dict[str, int]:
-        return {
-            "followed": len(self._local),
-            "relayed": len(self.wanted() - set(self._local)),
-            "peers": len(self._remote),
-            "ignored": self.ignored,
-        }
+    def statistics(self) -> InterestStatistics:
+        return InterestStatistics(
+            followed=len(self._local),
+            relayed=len(self.wanted() - set(self._local)),
+            peers=len(self._remote),
+            ignored=self.ignored,
+        )

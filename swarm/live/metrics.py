@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from swarm.live.loss import COUNTERS, GAUGES
+from swarm.live.pruning import PushPathStatistics
 from swarm.live.results import LiveStatistics
 
 __all__ = ["live_families"]
@@ -57,24 +58,24 @@ def live_families(live: LiveStatistics) -> Iterator[Metric]:
         labels=["kind"],
     )
     for kind in ("followed", "relayed", "peers"):
-        interest.add_metric([kind], live.interest[kind])
+        interest.add_metric([kind], getattr(live.interest, kind))
     yield interest
     yield from _pruning_families(live.pruning)
 
 
-def _pruning_families(pruning: dict[str, int]) -> Iterator[Metric]:
+def _pruning_families(pruning: PushPathStatistics) -> Iterator[Metric]:
     paused = GaugeMetricFamily(
         "swarm_live_paused",
         "chains paused on a link: here (this node paused a peer's pushes), by_peers (peers paused ours)",
         labels=["side"],
     )
-    paused.add_metric(["here"], pruning["paused_here"])
-    paused.add_metric(["by_peers"], pruning["paused_by_peers"])
+    paused.add_metric(["here"], pruning.paused_here)
+    paused.add_metric(["by_peers"], pruning.paused_by_peers)
     words = CounterMetricFamily(
         "swarm_live_pause_messages", "LivePause messages sent: pauses and resumes", labels=["word"]
     )
-    words.add_metric(["pause"], pruning["pauses_sent"])
-    words.add_metric(["resume"], pruning["resumes_sent"])
+    words.add_metric(["pause"], pruning.pauses_sent)
+    words.add_metric(["resume"], pruning.resumes_sent)
     yield from (paused, words)
 
 

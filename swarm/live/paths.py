@@ -6,11 +6,12 @@ peers' `LivePause` and `LiveHave`, and tells the relay path which pushes to leav
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 
 from streamer.messages import FeedPush, LiveHave, LivePause, StreamKind, TopicPush
 from swarm.live.links import PeerLink
 from swarm.live.messages import Chain, chain_of, edge_of
-from swarm.live.pruning import PauseChange, Pruning
+from swarm.live.pruning import PauseChange, Pruning, PushPathStatistics
 
 __all__ = ["PushPaths"]
 
@@ -75,5 +76,5 @@ class PushPaths:
     def peer_gone(self, peer: bytes) -> None:
         self.tell(self.pruning.peer_gone(peer))
 
-    def statistics(self) -> dict[str, int]:
-        return self.pruning.statistics() | {"haves_received": self.haves_received}
+    def statistics(self) -> PushPathStatistics:
+        return PushPathStatistics(**asdict(self.pruning.statistics()), haves_received=self.haves_received)

@@ -35,7 +35,16 @@ from dataclasses import dataclass
 
 from swarm.live.messages import Chain
 
-__all__ = ["DEFAULT_EAGER", "GRAFT_AFTER", "MAX_CHAINS", "MAX_PAUSED_PER_PEER", "PauseChange", "Pruning"]
+__all__ = [
+    "DEFAULT_EAGER",
+    "GRAFT_AFTER",
+    "MAX_CHAINS",
+    "MAX_PAUSED_PER_PEER",
+    "PauseChange",
+    "Pruning",
+    "PruningStatistics",
+    "PushPathStatistics",
+]
 
 DEFAULT_EAGER = 2
 GRAFT_AFTER = 1.0
@@ -51,6 +60,27 @@ class PauseChange:
     peer: bytes
     chain: Chain
     paused: bool
+
+
+@dataclass(frozen=True)
+class PruningStatistics:
+    """What the pruning holds and has done."""
+
+    chains: int  # chains whose carriers this node remembers
+    paused_here: int  # (chain, carrier) pairs this node paused
+    paused_by_peers: int  # (peer, chain) pairs peers asked this node not to push
+    pauses_sent: int  # pauses this node sent carriers (`LivePause`, paused)
+    resumes_sent: int  # resumes this node sent carriers (grafts included)
+    grafts: int  # resumes because a message a paused carrier announced did not come another way
+    ignored: int  # pause requests over a peer's budget (`max_paused_per_peer`)
+
+
+@dataclass(frozen=True)
+class PushPathStatistics(PruningStatistics):
+    """The pruning's counters and what its shell (`swarm.live.paths.PushPaths`) counts besides
+    (kept here, in a pure module, for `swarm.live.results`)."""
+
+    haves_received: int  # announcements (`LiveHave`) received from carriers this node paused
 
 
 class Pruning:
@@ -204,13 +234,13 @@ class Pruning:
     def carriers(self, chain: Chain) -> list[bytes]:
         return list(self._carriers.get(chain, {}))
 
-    def statistics(self) -> dict[str, int]:
-        return {
-            "chains": len(self._carriers),
-            "paused_here": sum(sum(c.values()) for c in self._carriers.values()),
-            "paused_by_peers": sum(map(len, self._paused_by.values())),
-            "pauses_sent": self.pauses_sent,
-            "resumes_sent": self.resumes_sent,
-            "grafts": self.grafts,
-            "ignored": self.ignored,
-        }
+    def statistics(self) -> PruningStatistics:
+        return PruningStatistics(
+            chains=len(self._carriers),
+            paused_here=sum(sum(c.values()) for c in self._carriers.values()),
+            paused_by_peers=sum(map(len, self._paused_by.values())),
+            pauses_sent=self.pauses_sent,
+            resumes_sent=self.resumes_sent,
+            grafts=self.grafts,
+            ignored=self.ignored,
+        )

@@ -59,8 +59,8 @@ def loss_document(overlay: bytes, live: LiveStatistics) -> dict[str, Any]:
         "subscribers": live.subscribers,
         "advisories": live.advisories,
         "windows": {"detectors": asdict(live.detectors), "receivers": asdict(live.receivers)},
-        "interest": live.interest,
-        "pruning": live.pruning,
+        "interest": asdict(live.interest),
+        "pruning": asdict(live.pruning),
     }
 
 

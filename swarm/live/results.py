@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from swarm.live.interest import InterestStatistics
 from swarm.live.loss import LossRow
+from swarm.live.pruning import PushPathStatistics
 from swarm.live.window import WindowStatistics
 
 __all__ = ["Equivocation", "LiveStatistics", "Published"]
@@ -47,5 +49,5 @@ class LiveStatistics:
     advisories: int
     detectors: WindowStatistics
     receivers: WindowStatistics
-    interest: dict[str, int]
-    pruning: dict[str, int]
+    interest: InterestStatistics  # streams followed and relayed, peers exchanging interest
+    pruning: PushPathStatistics  # paused push paths, and the words about them

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 import trio
@@ -34,6 +35,17 @@ WINDOW = 10.0
 RECORDS_PER_WINDOW = 2048
 """An honest peer sends each record once, all it knows on connecting (its bounded address book),
 then only news: far below this."""
+
+
+@dataclass(frozen=True)
+class GossipCounters:
+    """What became of the peer records gossiped to this node (`swarm.network_assembly` takes them
+    from `Gossip` and `swarm.net.topology.Topology`)."""
+
+    received: int  # records received within a peer's budget
+    rejected: int  # of which dropped: a bad signature or another network
+    rate_limited: int  # records dropped unread: over the sending peer's budget
+    refused: int  # addresses not kept: not dialable under the policy, or their bin full
 
 
 class GossipPeer(Protocol):

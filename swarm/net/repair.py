@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 import trio
@@ -19,12 +20,20 @@ import trio
 from chunks import Chunk, InvalidChunk
 from streamer.requests import RetrieveFailed
 
-__all__ = ["CONCURRENCY", "MAX_PENDING", "Repair", "RepairPeer"]
+__all__ = ["CONCURRENCY", "MAX_PENDING", "Repair", "RepairCounters", "RepairPeer"]
 
 log = logging.getLogger(__name__)
 
 MAX_PENDING = 1024
 CONCURRENCY = 4
+
+
+@dataclass(frozen=True)
+class RepairCounters:
+    """What became of the chunks the store dropped as damaged."""
+
+    repaired: int  # fetched again from a peer and stored
+    failed: int  # given up: no connected peer had them
 
 
 class RepairPeer(Protocol):
@@ -52,6 +61,9 @@ class Repair:
         self.repaired = 0
         self.failed = 0
         self.overflow = 0
+
+    def counters(self) -> RepairCounters:
+        return RepairCounters(repaired=self.repaired, failed=self.failed)
 
     def dropped(self, address: bytes) -> None:
         """The store dropped this chunk (damaged): fetch it again soon."""

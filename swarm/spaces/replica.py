@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import trio
 
@@ -34,13 +35,24 @@ from swarm.spaces.messages import MEMBERS_TOPIC, InvalidSpaceMessage, decode_mem
 from swarm.spaces.reader import SpaceReader, WriterView
 from swarm.spaces.sources import ChunkSource, FeedFollow, follow_feed, probe_feed, stored_payload
 
-__all__ = ["NotCaughtUp", "Replica"]
+__all__ = ["NotCaughtUp", "Replica", "ReplicaStatistics"]
 
 log = logging.getLogger(__name__)
 
 
 class NotCaughtUp(Exception):
     """The replica could not get far enough within the time given; the text says where it is."""
+
+
+@dataclass(frozen=True)
+class ReplicaStatistics:
+    """Where one space's replica at this node stands."""
+
+    members: int  # members admitted from the member list
+    processed: int  # messages processed (in causal order), every member's
+    held: int  # messages fetched and held, not processed yet (waiting for what they depend on)
+    ordered: int  # messages placed in the total order
+    settled: bool  # every feed's last look found nothing new and everything ready is processed
 
 
 class Replica:
@@ -282,12 +294,12 @@ class Replica:
             f"held{why}: try again, or write through a node that has caught up"
         )
 
-    def statistics(self) -> dict[str, object]:
+    def statistics(self) -> ReplicaStatistics:
         orderer = self.reader.orderer
-        return {
-            "members": orderer.members,
-            "processed": orderer.processed,
-            "held": orderer.held_total(),
-            "ordered": self.reader.total.emitted,
-            "settled": self.settled(),
-        }
+        return ReplicaStatistics(
+            members=orderer.members,
+            processed=orderer.processed,
+            held=orderer.held_total(),
+            ordered=self.reader.total.emitted,
+            settled=self.settled(),
+        )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import trio
@@ -28,10 +29,10 @@ from swarm.spaces.messages import (
     decode_message,
     message_topic,
 )
-from swarm.spaces.replica import Replica
+from swarm.spaces.replica import Replica, ReplicaStatistics
 from swarm.spaces.sources import FeedFollow
 
-__all__ = ["NodeChunks", "RefusedWrite", "SpaceService"]
+__all__ = ["NodeChunks", "RefusedWrite", "SpaceService", "SpaceServiceStatistics"]
 
 log = logging.getLogger(__name__)
 SPACES_FILE = "spaces.json"
@@ -77,6 +78,13 @@ class RefusedWrite(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+@dataclass(frozen=True)
+class SpaceServiceStatistics:
+    """The spaces open at this node."""
+
+    replicas: dict[bytes, ReplicaStatistics]  # by space id: where each replica stands
 
 
 class SpaceService:
@@ -189,5 +197,5 @@ class SpaceService:
         tmp.write_text(json.dumps(known) + "\n")
         tmp.replace(self.data_dir / SPACES_FILE)
 
-    def statistics(self) -> dict[str, object]:
-        return {space.hex(): replica.statistics() for space, replica in self.replicas.items()}
+    def statistics(self) -> SpaceServiceStatistics:
+        return SpaceServiceStatistics({space: r.statistics() for space, r in self.replicas.items()})
