@@ -38,7 +38,7 @@ import httpx
 import pytest
 
 from chunks.ethkey import Secp256k1Key
-from chunks.feeds import make_update_v1, topic_from_text, update_address
+from chunks.feeds import make_update_v1, make_update_v2, topic_from_text, update_address
 from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.files.chunker import split_bytes
@@ -326,3 +326,28 @@ def test_d_a_feeds_latest_update_is_read_at_every_other_node_right_after_it_is_w
                     problems.append(f"after update {index} at node 0, GET at node {j}: {problem}")
     total = updates * len(readers)
     assert not problems, f"{len(problems)} of {total} reads missed the latest update:\n" + "\n".join(problems)
+
+
+def test_e_a_live_published_update_survives_its_publisher_killed_right_after_its_201(swarm: Swarm) -> None:
+    """`swarm feed publish` (POST /live/feeds/...) answers once the update is durable, as uploads
+    do: its publisher SIGKILLed the moment it answers, every other node reads the update."""
+    problems = []
+    for publisher in (2, 3, 5):  # not nodes 0 and 1: the others' --peer names them
+        swarm.wait_meshed()
+        writer = swarm.nodes[publisher]
+        topic = topic_from_text(f"issue 25, live from node {publisher}")
+        key = far_feed_key(bytes.fromhex(swarm.overlays[publisher]), topic, 1)
+        content = f"live update from node {publisher}\n".encode() * 20
+        soc = make_update_v2(key, topic, 0, content)
+        url = f"{writer.api}/live/feeds/{key.owner.hex()}/{topic.hex()}/0"
+        response = httpx.post(url, content=soc.data, timeout=30)
+        assert response.status_code == 201, f"node {publisher}: {response.status_code} {response.text}"
+        writer.kill()  # SIGKILL the moment it answered
+        try:
+            feed = f"/feeds/{key.owner.hex()}/{topic.hex()}"
+            for j, node in enumerate(swarm.nodes):
+                if j != publisher and (problem := feed_read_problem(node, feed, 0, content)) is not None:
+                    problems.append(f"published at node {publisher} (killed), GET at node {j}: {problem}")
+        finally:
+            swarm.restart(publisher)
+    assert not problems, f"{len(problems)} of 15 reads failed:\n" + "\n".join(problems)

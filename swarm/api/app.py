@@ -107,7 +107,7 @@ def build_app(node: Node) -> ASGIApp:
         *reserve_routes(node.uploads),  # uploads' tags and pins
         *proof_routes(node.proofs),  # provable streams (issue 16): GET /proofs/{address}
         *dashboard_routes(),
-        *live_routes(node.live, node.overlay),  # live propagation (swarm/api/live.py)
+        *live_routes(node.live, node.overlay, partial(_make_durable, node)),  # live propagation
         # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
         # /status, /peers (docs/bee-compat.md)
         *soc_and_feed_routes(node.bee),
@@ -127,6 +127,12 @@ def build_app(node: Node) -> ASGIApp:
 
 class ChunkUploader(Protocol):
     async def __call__(self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True) -> int: ...
+
+
+async def _make_durable(node: Node, address: bytes, *, wait: bool) -> None:
+    """Push a chunk the node already stores as an upload's are pushed (until durable, if ``wait``)."""
+    chunk = await node.retrieval.get(address)
+    await node.upload_chunks([chunk], verified=True, wait=wait)
 
 
 def chunk_routes(retrieval: ChunkGetter, store: ChunkLookup, upload_chunks: ChunkUploader) -> list[Route]:

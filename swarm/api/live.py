@@ -25,7 +25,7 @@ A topic in a path is 64 hex characters, or any other text, which is hashed as be
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import trio
 from starlette.requests import Request
@@ -35,6 +35,7 @@ from starlette.routing import Route
 from chunks.feeds import topic_from_text, update_address
 from streamer.messages import MAX_CHUNK_DATA_SIZE, MAX_TOPIC_PAYLOAD
 from swarm.api.input import HttpError, handled, parse_hex, parse_uint, read_body
+from swarm.api.reserve import flag
 from swarm.feeds.finder import find_latest
 from swarm.live.events import LiveEvent, event_json
 from swarm.live.feed_order import MODES
@@ -77,9 +78,19 @@ async def _stream(events: AsyncIterator[LiveEvent]) -> AsyncIterator[str]:
         yield ": keep-alive\n\n" if event is None else _sse(event)
 
 
-def live_routes(live: LiveService, overlay: bytes) -> list[Route]:
-    """The live routes over a node's live service."""
-    api = _LiveRoutes(live, overlay)
+async def _nothing_to_do(address: bytes, *, wait: bool) -> None:
+    return None
+
+
+def live_routes(
+    live: LiveService,
+    overlay: bytes,
+    durable: Callable[..., Awaitable[object]] = _nothing_to_do,
+) -> list[Route]:
+    """The live routes over a node's live service. ``durable(address, wait=...)`` pushes a
+    published update's chunk as an upload is pushed, waiting (``wait``) until two nodes of its
+    neighbourhood hold it, so that a read at any node right after the answer finds it."""
+    api = _LiveRoutes(live, overlay, durable)
     return [
         Route("/live/feeds/{owner}/{topic}", handled(api.follow), methods=["GET"]),
         Route("/live/feeds/{owner}/{topic}/next", handled(api.next_index), methods=["GET"]),
@@ -93,9 +104,10 @@ def live_routes(live: LiveService, overlay: bytes) -> list[Route]:
 class _LiveRoutes:
     """The handlers of the live routes over one node's live service."""
 
-    def __init__(self, live: LiveService, overlay: bytes) -> None:
+    def __init__(self, live: LiveService, overlay: bytes, durable: Callable[..., Awaitable[object]]) -> None:
         self.live = live
         self.overlay = overlay
+        self.durable = durable
 
     async def follow(self, request: Request) -> Response:
         owner, topic = _feed(request)
@@ -141,6 +153,8 @@ class _LiveRoutes:
             "outcome": published.outcome,
             "pushed": published.pushed,
         }
+        wait = not flag(request, "swarm-deferred-upload")
+        await self.durable(update_address(owner, topic, index), wait=wait)
         return JSONResponse(doc, status_code=201)
 
     async def next_index(self, request: Request) -> Response:
