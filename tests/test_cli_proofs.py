@@ -155,3 +155,19 @@ def variants(value: Any) -> list[Any]:
     if isinstance(value, str) and all(c in "0123456789abcdef" for c in value):
         return [flip_hex(value, i) for i in sorted({0, len(value) // 2, len(value) - 1})]
     return [value + "x"]
+
+
+@pytest.mark.parametrize(
+    ("document", "says"),
+    [
+        ({}, "the field 'format' is missing"),
+        ({"format": "something else"}, "not a swarm-inclusion-proof/1 document (format 'something else')"),
+        ([1, 2], "a JSON object was expected, not list"),
+        ({"format": "swarm-inclusion-proof/1", "node": {}}, "the field 'chunk' is missing"),
+    ],
+)
+def test_a_malformed_document_is_refused_naming_what_is_wrong(document: object, says: str) -> None:
+    with pytest.raises(InvalidProofDocument) as refused:
+        parse_proof(document)
+    assert says in str(refused.value)
+    assert "KeyError" not in str(refused.value)

@@ -89,8 +89,11 @@ def proof_json(p: InclusionProof) -> dict[str, Any]:
 
 def parse_proof(doc: Any) -> InclusionProof:
     """The proof in a parsed JSON document; `InvalidProofDocument` naming what is wrong."""
+    if not isinstance(doc, dict):
+        kind = type(doc).__name__
+        raise InvalidProofDocument(f"not a {FORMAT} document: a JSON object was expected, not {kind}")
     try:
-        if doc["format"] != FORMAT:
+        if doc.get("format") != FORMAT:
             raise InvalidProofDocument(f"not a {FORMAT} document (format {doc['format']!r})")
         node, chunk, st = doc["node"], doc["chunk"], doc["state"]
         bin = _int(chunk["bin"])
@@ -123,8 +126,10 @@ def parse_proof(doc: Any) -> InclusionProof:
         )
     except InvalidProofDocument:
         raise
-    except (KeyError, TypeError, ValueError) as exc:  # MessageError is a ValueError
-        raise InvalidProofDocument(f"malformed proof document: {type(exc).__name__}: {exc}") from None
+    except KeyError as exc:
+        raise InvalidProofDocument(f"malformed proof document: the field {exc} is missing") from None
+    except (TypeError, ValueError, AttributeError) as exc:  # MessageError is a ValueError
+        raise InvalidProofDocument(f"malformed proof document: {exc}") from None
 
 
 def verify_proof(p: InclusionProof) -> list[str]:
