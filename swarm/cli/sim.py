@@ -77,6 +77,16 @@ def _count(text: str) -> int:
     return int(text)
 
 
+class _DefaultsOnce(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default once: not where its help already says it, nor for a flag or None."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False):
+            return text
+        return super()._get_help_string(action)
+
+
 def add_sim_parser(subparsers: Any) -> None:
     """Register ``sim`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``); sets ``func``."""
     p = subparsers.add_parser(
@@ -88,7 +98,7 @@ def add_sim_parser(subparsers: Any) -> None:
         "retrieval and storage load, hops and failures. Runs on Spark: local mode unless --master is "
         "given. Writes Parquet tables, summary.csv, summary.md, PNG plots and run.json into --out, and "
         "prints a compact summary (--wide: every column). See docs/simulation.md.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_DefaultsOnce,
     )
     p.add_argument("--nodes", type=_sizes, default=DEFAULT_NODES, metavar="N[,N...]", help="network sizes")
     p.add_argument("--runs", type=_positive, default=DEFAULT_RUNS, help="networks per (strategy, size)")
