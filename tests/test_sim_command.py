@@ -186,7 +186,7 @@ def test_a_node_only_install_brings_no_pyspark() -> None:
 
 def test_help_shows_each_default_once_and_never_none() -> None:
     out = io.StringIO()
-    sub = parser()._subparsers._group_actions[0].choices["sim"]  # type: ignore[union-attr]
+    sub = parser()._subparsers._group_actions[0].choices["sim"]  # type: ignore[union-attr,index]
     sub.print_help(out)
     shown = out.getvalue()
     assert "(default: None)" not in shown and "(default: False)" not in shown
