@@ -123,7 +123,7 @@ class StoreFiles:
                 dropped += lost_data
             else:
                 slots = _load_slot_map(db, pull_index, cursors, count)
-            # -- provable streams (issue 16): the bin logs are rebuilt whenever the index is
+            # -- provable streams: the bin logs are rebuilt whenever the index is
             bin_logs = BinLogs(path, pull_index, cursors, rebuild=unclean) if logs else None
         except BaseException:
             for opened in (pull_index, chunk_file, db):

@@ -8,7 +8,7 @@ from pathlib import Path
 from localstore.cache import DEFAULT_CACHE_BYTES
 from localstore.capacity import DEFAULT_CAPACITY
 from swarm.live.config import LiveConfig
-from swarm.spaces.config import SpaceConfig  # spaces (issue 15)
+from swarm.spaces.config import SpaceConfig
 from syncer.pull_config import PullerConfig
 
 __all__ = ["CHANNELS", "DEFAULT_STRATEGY", "NodeConfig"]

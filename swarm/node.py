@@ -45,8 +45,8 @@ from swarm.proofs.service import MODES as PROVABLE_MODES
 from swarm.proofs.service import NodeProofs
 from swarm.reserve.status import reserve_status
 from swarm.reserve_assembly import ReserveInputs, build_reserve_services
-from swarm.spaces.live_source import live_follow  # spaces (issue 15)
-from swarm.spaces.service import NodeChunks, SpaceService  # spaces (issue 15)
+from swarm.spaces.live_source import live_follow
+from swarm.spaces.service import NodeChunks, SpaceService
 from swarm.statistics import NodeStatistics, collect_statistics
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
@@ -89,7 +89,7 @@ class Node:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.identity: NodeIdentity = load_or_create_identity(self.data_dir / "node.key")
         self.overlay: bytes = self.identity.overlay(config.network_id)
-        # -- provable streams (issue 16): bin logs in the store, states, proofs and receipts
+        # -- provable streams: bin logs in the store, states, proofs and receipts
         logs = NodeProofs.keeps_logs(config.provable_sync)
         self.store = LocalStore(self.data_dir / "localstore", self.overlay, logs=logs)
         self.proofs = NodeProofs(
@@ -152,7 +152,7 @@ class Node:
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
         )
         self.store.on_drop = self.repair.dropped
-        # spaces (issue 15): read through the store, the swarm and live propagation; what a
+        # spaces: read through the store, the swarm and live propagation; what a
         # writer posts (or the node fetches) is stored as an upload, so followers get it pushed
         self.spaces = SpaceService(
             NodeChunks(self.store.get, self.retrieval.get, partial(self.store_chunks, verified=True)),
@@ -162,7 +162,7 @@ class Node:
         )
 
     def _build_reserve(self) -> None:
-        """The reserve's worker, push syncing, the pusher and uploads (issue 17)."""
+        """The reserve's worker, push syncing, the pusher and uploads."""
         parts = build_reserve_services(
             ReserveInputs(
                 config=self.config,
@@ -242,7 +242,7 @@ class Node:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.live.run)
-                await nursery.start(self.spaces.run)  # spaces (issue 15): follows through live
+                await nursery.start(self.spaces.run)  # spaces: follows through live
                 nursery.start_soon(self.repair.run)
                 await nursery.start(self.reserve_worker.run)
                 await nursery.start(self.pusher.run)

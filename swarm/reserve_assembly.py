@@ -1,4 +1,4 @@
-"""Building a node's reserve services (issue 17) from the node's parts: the reserve's worker
+"""Building a node's reserve services from the node's parts: the reserve's worker
 (eviction and the storage radius), push syncing with receipts, the pusher of uploaded chunks, the
 offer leases that keep offered chunks from eviction, and uploads (tags, pins, receipts).
 

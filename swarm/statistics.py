@@ -45,7 +45,7 @@ class ConnectionStatus:
     serving: tuple[tuple[int, bool], ...]  # streams (bin, live) the peer pulls from us
     offered: int  # hashes offered to it
     delivered: int  # chunks delivered to it
-    proof_bytes: dict[str, int] = field(default_factory=dict)  # provable streams (issue 16)
+    proof_bytes: dict[str, int] = field(default_factory=dict)  # provable streams
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class NodeStatistics:
     table: TableSnapshot
     strategy: str
     saturation: int
-    # -- provable streams (issue 16): the proofs' counters, and per peer and bin the latest state
+    # -- provable streams: the proofs' counters, and per peer and bin the latest state
     # of its log this node verified (verify mode)
     proofs: ProofsSnapshot | None = None
     states: dict[bytes, dict[int, SignedState]] | None = None

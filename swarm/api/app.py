@@ -37,7 +37,7 @@ from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.api.metrics import metrics_text
 from swarm.api.proofs import ProofSource, proof_routes
 from swarm.api.reserve import flag, reserve_routes, tag_header
-from swarm.api.spaces import space_routes  # spaces (issue 15)
+from swarm.api.spaces import space_routes
 from swarm.api.status import sync_document, topology_document
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
 from swarm.files.chunker import CorruptTree
@@ -45,7 +45,7 @@ from swarm.files.transfer import Upload
 from swarm.live.service import LiveService
 from swarm.net.retrieval import ChunkUnavailable
 from swarm.reserve.uploads import Uploads
-from swarm.spaces.service import SpaceService  # spaces (issue 15)
+from swarm.spaces.service import SpaceService
 from swarm.statistics import NodeStatistics
 from syncer.evidence import EquivocationLog
 
@@ -89,7 +89,7 @@ class Node(Protocol):
     def proofs(self) -> ProofSource: ...
 
     @property
-    def spaces(self) -> SpaceService: ...  # spaces (issue 15)
+    def spaces(self) -> SpaceService: ...
 
     @property
     def live(self) -> LiveService: ...
@@ -105,14 +105,14 @@ def build_app(node: Node) -> ASGIApp:
         *file_routes(node.uploads, node.retrieval),
         *report_routes(node.statistics, node.equivocations),
         *reserve_routes(node.uploads),  # uploads' tags and pins
-        *proof_routes(node.proofs),  # provable streams (issue 16): GET /proofs/{address}
+        *proof_routes(node.proofs),  # provable streams: GET /proofs/{address}
         *dashboard_routes(),
         *live_routes(node.live, node.overlay, partial(_make_durable, node)),  # live propagation
         # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
         # /status, /peers (docs/bee-compat.md)
         *soc_and_feed_routes(node.bee),
         *status_routes(node.bee),
-        *space_routes(node.spaces),  # spaces (issue 15): swarm/api/spaces.py
+        *space_routes(node.spaces),  # spaces: swarm/api/spaces.py
     ]
     app = Starlette(
         routes=routes,
@@ -179,7 +179,7 @@ def file_routes(uploads: Uploads, retrieval: ChunkGetter) -> list[Route]:
     """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}."""
 
     async def post_bytes(request: Request) -> Response:
-        # -- receipts and pins (issue 17): the upload is a tag of the pusher (swarm/reserve/uploads.py);
+        # -- receipts and pins: the upload is a tag of the pusher (swarm/reserve/uploads.py);
         # its chunks' addresses are computed by the splitter, so they are stored unverified
         session = uploads.begin(tag_header(request))
         upload = Upload(session.store)

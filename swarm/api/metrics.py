@@ -101,7 +101,7 @@ def _safety_families(stats: NodeStatistics) -> Iterator[Metric]:
     for outcome, value in asdict(stats.repairs).items():
         repairs.add_metric([outcome], value)
     yield repairs
-    yield CounterMetricFamily(  # provable streams (issue 16)
+    yield CounterMetricFamily(  # provable streams
         "swarm_state_equivocations",
         "states of a peer's bin log signed twice with different roots (both kept as evidence)",
         value=stats.proofs.equivocations if stats.proofs else 0,

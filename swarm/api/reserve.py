@@ -1,4 +1,4 @@
-"""The HTTP routes of uploads' receipts and of pins (issue 17), shaped like Bee's.
+"""The HTTP routes of uploads' receipts and of pins, shaped like Bee's.
 
 ``POST /tags`` makes a tag for an upload to come (``Swarm-Tag: uid`` on ``POST /bytes``), so a
 client can follow it with ``GET /tags/{uid}`` while the upload runs: chunks split, stored, sent,

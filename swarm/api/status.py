@@ -40,7 +40,7 @@ def sync_document(stats: NodeStatistics) -> dict[str, Any]:
     }
 
 
-# -- provable streams (issue 16) ----------------------------------------------------------------
+# -- provable streams ----------------------------------------------------------------
 
 
 def _state(state: SignedState | None) -> dict[str, Any] | None:

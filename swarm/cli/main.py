@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_pin_parser(sub)
     add_sim_parser(sub)
 
-    from swarm.cli.space_args import add_space_parser  # spaces (issue 15)
+    from swarm.cli.space_args import add_space_parser
 
     add_space_parser(sub)
 
@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_live_parsers(sub)
 
-    from swarm.cli.proofs import add_proof_parsers  # provable streams (issue 16)
+    from swarm.cli.proofs import add_proof_parsers
 
     add_proof_parsers(sub)
 

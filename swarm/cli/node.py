@@ -27,7 +27,7 @@ from swarm.cli.common import (
     worker_count,
 )
 from swarm.cli.reserve import add_capacity_option, neighbourhood_size
-from swarm.cli.space_args import add_space_node_options, space_config  # spaces (issue 15)
+from swarm.cli.space_args import add_space_node_options, space_config
 from swarm.live.config import LiveConfig
 from swarm.live.pruning import DEFAULT_EAGER
 from syncer.verifier import default_workers
@@ -143,7 +143,7 @@ def add_node_parser(sub: Any) -> None:
         "every peer's proofs, signing receipts; sign serves them but pulls without checking; off keeps "
         "no logs and serves plain streams (for measuring the cost; a verifying peer does not pull from it)",
     )
-    add_space_node_options(p)  # spaces (issue 15)
+    add_space_node_options(p)
     p.add_argument(
         "--live-eager",
         type=eager_paths,
@@ -177,7 +177,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         hedge_after=args.hedge_after,
         **({"capacity": args.capacity} if args.capacity else {}),
         provable_sync=args.provable_sync,
-        spaces=space_config(args),  # spaces (issue 15)
+        spaces=space_config(args),
         live=LiveConfig(eager=args.live_eager),
     )
     # Once the node has shut down, a late SIGINT/SIGTERM must not kill the exiting process (and

@@ -1,4 +1,4 @@
-"""The command line of the reserve (issue 17): ``--capacity``, ``swarm pin add|rm|ls``, and the
+"""The command line of the reserve: ``--capacity``, ``swarm pin add|rm|ls``, and the
 receipts of ``swarm upload`` (its ``--pin`` and ``--no-wait``, the progress of its receipts).
 
 `register` adds the ``pin`` command to the parser; `add_capacity_option` the ``--capacity`` of

@@ -1,4 +1,4 @@
-"""The node's provable streams (issue 16), composed in one place: `--provable-sync off|sign|verify`.
+"""The node's provable streams, composed in one place: `--provable-sync off|sign|verify`.
 
 - ``off``: the store keeps no bin logs; this node serves and pulls plain streams only (a peer
   that verifies cannot pull from it). For measuring what the rest costs.

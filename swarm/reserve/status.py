@@ -1,4 +1,4 @@
-"""What the node reports about its reserve and its uploads' receipts (issue 17).
+"""What the node reports about its reserve and its uploads' receipts.
 
 One frozen value taken with the node's statistics snapshot (swarm/statistics.py); the ``/sync``
 document's ``"reserve"`` section, the ``swarm_reserve_*``/``swarm_push_*`` metrics, the Bee

@@ -1,4 +1,4 @@
-"""Multi-writer spaces: many writers' feeds read in one causally consistent order (issue 15).
+"""Multi-writer spaces: many writers' feeds read in one causally consistent order.
 
 Pure rules: `timeframe` (vectors, order keys, the compact encoding), `messages` (the formats),
 `ordering` and `cycles` (the causal engine, invalid feeds, stalls), `total` (the total order),

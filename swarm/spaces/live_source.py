@@ -1,4 +1,4 @@
-"""Live propagation (issue 14) as a replica's feed follower: `live_follow(node.live)`.
+"""Live propagation as a replica's feed follower: `live_follow(node.live)`.
 
 Duck-typed on the live service's ``follow(owner, topic, start=, mode=)`` (an async context
 manager giving a follower whose ``events`` yield, among others, events with an ``update``: a
