@@ -11,6 +11,10 @@ when it has more than four fields, and ``label[i]`` for the i-th record of a lis
 declared ``fieldwise`` names the first missing field instead, as if it read them one by one.
 A bool that is neither 0 nor 1 is reported before any part is read.
 
+The writer and the reader are generated from the field names once, when the message is declared
+(as ``dataclasses`` does for ``__init__``), so that they run as fast as the hand-written ones did:
+a body is written and read on the hot path of syncing. ``Layout.source`` shows them.
+
 Messages with irregular bodies (optional parts, a nested record) write their own: a ``_write``
 method and a ``_read`` class method on their declaration (:func:`hand_written`).
 """
@@ -19,10 +23,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from operator import attrgetter
 from typing import Any
 
-from streamer.wire.body import BodyReader
 from streamer.wire.fields import Field
 
 Writer = Callable[[Any], bytes]
@@ -32,10 +34,10 @@ Reader = Callable[..., Any]  # (BodyReader, label of a record in a list = "") ->
 class Layout:
     """How one message or record goes on the wire; ``payload`` names its chunk-data field."""
 
-    __slots__ = ("payload", "read", "write")
+    __slots__ = ("payload", "read", "source", "write")
 
-    def __init__(self, write: Writer, read: Reader, payload: str | None = None) -> None:
-        self.write, self.read, self.payload = write, read, payload
+    def __init__(self, write: Writer, read: Reader, payload: str | None = None, source: str = "") -> None:
+        self.write, self.read, self.payload, self.source = write, read, payload, source
 
 
 def hand_written(cls: Any) -> Layout:
@@ -47,70 +49,51 @@ def derive(
     cls: Callable[..., Any], fields: Sequence[tuple[str, Field]], *, fieldwise: bool = False
 ) -> Layout:
     """The layout of ``cls``'s body from its ``(name, kind)`` fields, in declaration order."""
+    name = getattr(cls, "__name__", "body")
     packed = [(n, k) for n, k in fields if k.fmt]
     parts = [(n, k) for n, k in fields if not k.fmt]
     early = [n for n, k in parts[:-1] if k.to_end]
     if early:
-        raise TypeError(
-            f"{getattr(cls, '__name__', cls)}.{early[0]} reads to the end of the body: put it last"
-        )
+        raise TypeError(f"{name}.{early[0]} reads to the end of the body: put it last")
     head = struct.Struct(">" + "".join(k.fmt for _, k in packed))
-    wire = [n for n, _ in packed] + [n for n, _ in parts]
-    make = cls if wire == [n for n, _ in fields] else _by_name(cls, wire)
+    env: dict[str, Any] = {
+        "_head": head,
+        "_make": cls,
+        "_label": _label([n for n, _ in packed]),
+        "_sizes": tuple((n, struct.calcsize(">" + k.fmt)) for n, k in packed),
+    }
+    for i, (_, kind) in enumerate(parts):
+        env[f"_w{i}"], env[f"_r{i}"] = kind.writer(), kind.read
+    in_order = [n for n, _ in packed + parts] == [n for n, _ in fields]
+    source = _write_source(packed, parts) + _read_source(packed, parts, fieldwise, in_order)
+    exec(compile(source, f"<layout of {name}>", "exec"), env)
     payload = next((n for n, k in fields if k.payload), None)
-    return Layout(_writer(head, packed, parts), _reader(make, head, packed, parts, fieldwise), payload)
-
-
-def _by_name(cls: Callable[..., Any], names: list[str]) -> Callable[..., Any]:
-    return lambda *values: cls(**dict(zip(names, values, strict=True)))
+    return Layout(env["write"], env["read"], payload, source)
 
 
 def _label(names: list[str]) -> str:
     return "/".join(names) if len(names) <= 4 else f"{names[0]}..{names[-1]}"
 
 
-def _writer(head: struct.Struct, packed: list[tuple[str, Field]], parts: list[tuple[str, Field]]) -> Writer:
-    pack = head.pack
-    if len(packed) > 1:
-        values = attrgetter(*[n for n, _ in packed])
-        if not parts:
-            return lambda m: pack(*values(m))
-        if len(parts) == 1 and parts[0][1].raw:
-            rest = attrgetter(parts[0][0])
-            return lambda m: pack(*values(m)) + rest(m)
-        head_of: Writer = lambda m: pack(*values(m))  # noqa: E731
-    elif packed:
-        value = attrgetter(packed[0][0])
-        head_of = lambda m: pack(value(m))  # noqa: E731
-    else:
-        head_of = lambda m: b""  # noqa: E731
-    if not parts:
-        return head_of
-    writers = [(attrgetter(n), k.write) for n, k in parts]
-    return lambda m: head_of(m) + b"".join([write(get(m)) for get, write in writers])
+def _write_source(packed: list[tuple[str, Field]], parts: list[tuple[str, Field]]) -> str:
+    terms = [f"_head.pack({', '.join(f'm.{n}' for n, _ in packed)})"] if packed else []
+    terms += [f"m.{n}" if k.raw else f"_w{i}(m.{n})" for i, (n, k) in enumerate(parts)]
+    body = " + ".join(terms) or 'b""'
+    return f"def write(m):\n    return {body}\n\n"
 
 
-def _reader(
-    make: Callable[..., Any],
-    head: struct.Struct,
-    packed: list[tuple[str, Field]],
-    parts: list[tuple[str, Field]],
-    fieldwise: bool,
-) -> Reader:
-    label = _label([n for n, _ in packed])
-    sizes = tuple((n, struct.calcsize(">" + k.fmt)) for n, k in packed)
-    bools = tuple((i, n) for i, (n, k) in enumerate(packed) if k.is_bool)
-    readers = tuple((n, k.read) for n, k in parts)
-
-    def read(r: BodyReader, item: str = "") -> Any:
-        values: Any = r.fields(head, sizes) if fieldwise else r.fixed(head, item or label)
-        if not (bools or readers):
-            return make(*values)
-        values = [*values]
-        for i, name in bools:
-            values[i] = r.boolean(values[i], name)
-        for name, read_part in readers:
-            values.append(read_part(r, f"{item}.{name}" if item else name))
-        return make(*values)
-
-    return read
+def _read_source(
+    packed: list[tuple[str, Field]], parts: list[tuple[str, Field]], fieldwise: bool, in_order: bool
+) -> str:
+    values = [f"v{i}" for i in range(len(packed) + len(parts))]
+    lines = ["def read(r, item=''):"]
+    if packed:
+        take = "r.fields(_head, _sizes)" if fieldwise else "r.fixed(_head, item or _label)"
+        lines.append(f"    {', '.join(values[: len(packed)])}, = {take}")
+    lines += [f"    v{i} = r.boolean(v{i}, {n!r})" for i, (n, k) in enumerate(packed) if k.is_bool]
+    for i, (n, _) in enumerate(parts):
+        lines.append(f"    v{len(packed) + i} = _r{i}(r, item + {'.' + n!r} if item else {n!r})")
+    names = [n for n, _ in packed + parts]
+    args = values if in_order else [f"{n}={v}" for n, v in zip(names, values, strict=True)]
+    lines.append(f"    return _make({', '.join(args)})")
+    return "\n".join(lines) + "\n"
