@@ -12,8 +12,9 @@ from streamer.errors import MessageError, RemoteProtocolError
 from streamer.messages import MESSAGE_CLASSES, ChunkDelivery, Hello, MessageType, Ping
 from streamer.wire import connection, gossip, live, provable, pullsync, pushsync, retrieval
 from streamer.wire.body import BodyReader
+from streamer.wire.compound import Records
 from streamer.wire.declare import Message, declared_in, message, record
-from streamer.wire.fields import U8, U64, Bin, Bool, Bytes, ChunkData, Code, Host, Records
+from streamer.wire.fields import U8, U64, Bin, Bool, Bytes, ChunkData, Code, Host
 from streamer.wire.registry import PROTOCOLS, _type_codes
 
 # -- a message declared here, never registered: everything about it derives from these lines ----

@@ -1,8 +1,9 @@
 """The wire messages, one declaration each, by sub-protocol; everything else about a message is
 derived from its declaration.
 
-- ``fields``: the kinds of field (an u8, a bin, an address, chunk data, a list of records...):
-  how each is checked and how it goes on the wire; ``limits``: the sizes they share.
+- ``fields``: the kinds of field (an u8, a bin, an address, chunk data...) and ``compound`` the
+  lists and a nested record: how each is checked and how it goes on the wire; ``limits``: the
+  sizes they share.
 - ``declare``: ``@message(code)`` and ``@record``, which make a declared class a validating
   frozen dataclass and derive its body's layout (``layout``), read with ``body.BodyReader``.
 - ``connection``, ``pullsync``, ``provable``, ``retrieval``, ``pushsync``, ``gossip``, ``live``:

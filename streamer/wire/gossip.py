@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from streamer.wire.compound import Records
 from streamer.wire.connection import overlay_address
 from streamer.wire.declare import Message, message, record
-from streamer.wire.fields import U16, U64, Host, PublicKey, Records, Signature
+from streamer.wire.fields import U16, U64, Host, PublicKey, Signature
 
 MAX_PEER_RECORDS = 128
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import enum
 from typing import Annotated, TypeAlias
 
+from streamer.wire.compound import Records
 from streamer.wire.declare import Message, message, record
-from streamer.wire.fields import U8, U64, Blob, Bytes, Choice, OneOf, Records
+from streamer.wire.fields import U8, U64, Blob, Bytes, Choice, OneOf
 from streamer.wire.limits import MAX_CHUNK_DATA_SIZE
 
 OWNER_SIZE = 20

@@ -13,8 +13,9 @@ from typing import Annotated
 from streamer.errors import MessageError
 from streamer.wire import body
 from streamer.wire.body import BodyReader
+from streamer.wire.compound import HashList, Nested, split
 from streamer.wire.declare import Message, message, record
-from streamer.wire.fields import U64, Bin, BitVector, Bool, Hash, HashList, Nested, Signature, UInt, split
+from streamer.wire.fields import U64, Bin, BitVector, Bool, Hash, Signature, UInt
 from streamer.wire.limits import HASH_SIZE, SIGNATURE_SIZE
 from streamer.wire.pullsync import MAX_BATCH_SIZE, WANT_SIZE, check_range
 

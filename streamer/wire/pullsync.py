@@ -9,8 +9,9 @@ from typing import Annotated, Any
 from bitarray import bitarray
 
 from streamer.errors import MessageError
+from streamer.wire.compound import HashList, UIntList
 from streamer.wire.declare import Message, message
-from streamer.wire.fields import U64, Bin, BinId, BitVector, Bool, ChunkData, HashList, UInt, UIntList, uint
+from streamer.wire.fields import U64, Bin, BinId, BitVector, Bool, ChunkData, UInt, uint
 from streamer.wire.limits import ADDRESS_SIZE, BIN_COUNT
 
 MAX_BATCH_SIZE = 128
