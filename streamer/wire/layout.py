@@ -21,6 +21,7 @@ method and a ``_read`` class method on their declaration (:func:`hand_written`).
 
 from __future__ import annotations
 
+import linecache
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -66,7 +67,9 @@ def derive(
         env[f"_w{i}"], env[f"_r{i}"] = kind.writer(), kind.read
     in_order = [n for n, _ in packed + parts] == [n for n, _ in fields]
     source = _write_source(packed, parts) + _read_source(packed, parts, fieldwise, in_order)
-    exec(compile(source, f"<layout of {name}>", "exec"), env)
+    filename = f"<layout of {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for tracebacks
+    exec(compile(source, filename, "exec"), env)
     payload = next((n for n, k in fields if k.payload), None)
     return Layout(env["write"], env["read"], payload, source)
 
