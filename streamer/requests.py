@@ -9,6 +9,7 @@ from __future__ import annotations
 import trio
 
 from streamer.connection import PeerConnection
+from streamer.dispatch import Handlers
 from streamer.messages import RetrieveDelivery, RetrieveFailure, RetrieveRequest
 from streamer.outbox import Priority
 from streamer.pending import OpenRequests
@@ -73,6 +74,10 @@ class RequestTable:
             )
         assert pending.answer is not None
         return pending.answer
+
+    def handlers(self) -> Handlers:
+        """The answers to our requests."""
+        return {RetrieveDelivery: self.on_delivery, RetrieveFailure: self.on_failure}
 
     def on_delivery(self, msg: RetrieveDelivery) -> None:
         self._requests.answer(msg.request_id, msg.data)

@@ -2,10 +2,10 @@
 
 For each connection: our handshake, signed over the peer's Hello nonce and the channel; the
 `Peer` with the services it speaks to (its `Upstream` over the leased store, its
-`PullSyncClient`, its retrieve requests, the handlers of retrieval, gossip, live propagation and
-push syncing); and what its arrival and departure change (topology, depth, pulling, gossip, live
-propagation). `Node` builds one `PeerWiring` once every service exists and hands its methods to
-`Sessions`.
+`PullSyncClient`, its retrieve requests) and the handlers each sub-protocol's services register
+for the messages they take (pull sync, retrieval, push syncing, gossip, live propagation); and
+what its arrival and departure change (topology, depth, pulling, gossip, live propagation).
+`Node` builds one `PeerWiring` once every service exists and hands its methods to `Sessions`.
 """
 
 from __future__ import annotations
@@ -98,18 +98,24 @@ class PeerWiring:
             provable=self.proofs.provable(),
             unwanted=self.offer_leases.release_all,
         )
-        return Peer(
+        peer = Peer(
             conn,
             min(proximity(self.overlay, overlay), MAX_PO),
             upstream=upstream,
             client=client,
             requests=requests,
-            on_retrieve_request=self.retrieval.on_request,
-            on_peers=self.on_peers,
-            on_live=self.live.on_message,
             retrieve_timeout=timeout,
-            on_push_delivery=self.pushsync.on_delivery,
         )
+        # what each sub-protocol's services take from this peer; one line each
+        peer.handle(upstream.handlers())  # pull sync, as the upstream
+        peer.handle(client.handlers())  # pull sync, as the downstream
+        peer.handle(requests.handlers())  # retrieval: answers to our requests
+        peer.handle(self.retrieval.handlers(peer))  # retrieval: the peer's requests
+        peer.handle(peer.pushes.handlers())  # push sync: answers to our pushes
+        peer.handle(self.pushsync.handlers(peer))  # push sync: the peer's pushes
+        peer.handle({Peers: partial(self.on_peers, peer)})  # gossip
+        peer.handle(self.live.handlers(peer))  # live propagation
+        return peer
 
     def connected(self, peer: Peer) -> None:
         """A session runs: the peer joins the topology, the depth may change, pulling starts."""

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import trio
 
 from chunks import Chunk, InvalidChunk
+from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     OFFER_WINDOW,
@@ -259,6 +260,12 @@ class PullSyncClient:
             raise RemoteProtocolError(f"waited {timeout:g}s for {what}", GoodbyeCode.PROTOCOL_ERROR)
 
     # -- messages from the upstream (the connection's reader) -------------------------------
+
+    def handlers(self) -> Handlers:
+        """What the client takes from the upstream; each waits while the delivery intake is full."""
+        return dict.fromkeys(
+            (ChunkDelivery, OfferedHashes, ProvenOffer, StateReply, CursorsReply, Unsubscribed), self.receive
+        )
 
     async def receive(
         self, msg: CursorsReply | OfferedHashes | ProvenOffer | StateReply | Unsubscribed | ChunkDelivery

@@ -27,6 +27,7 @@ import trio
 from localstore import ChunkDamaged, ChunkNotFound
 from localstore.store import LocalStore
 from streamer.connection import PeerConnection
+from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     MAX_BATCH_SIZE,
@@ -94,6 +95,18 @@ class Upstream:
         return sorted(self._streams)
 
     # -- messages from the downstream (called by the connection's reader) --------------------
+
+    def handlers(self) -> Handlers:
+        """What the upstream takes from the downstream: requests of cursors, subscriptions,
+        wants, and (provable streams) state requests and receipts."""
+        return {
+            CursorsRequest: self.on_cursors_request,
+            Subscribe: self.on_subscribe,
+            Unsubscribe: self.on_unsubscribe,
+            WantedHashes: self.on_want,
+            StateRequest: self.on_state_request,
+            Receipt: self.on_receipt,
+        }
 
     def on_cursors_request(self, msg: CursorsRequest) -> None:
         reply = CursorsReply(epoch=self.store.epoch, cursors=tuple(self.store.cursors()))

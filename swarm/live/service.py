@@ -23,11 +23,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 
 import trio
 
 from chunks.chunk import Chunk
 from chunks.ethkey import Secp256k1Key
+from streamer.dispatch import Handlers
 from streamer.messages import FeedPush, LiveHave, LiveInterest, LivePause, StreamKind, TopicPush
 from swarm.live.accounting import LossAccounting
 from swarm.live.config import LiveConfig
@@ -152,6 +154,11 @@ class LiveService:
         for link in self._links.values():
             if self.interest.pending(link.overlay):
                 link.interest_changed()
+
+    def handlers(self, peer: LivePeer) -> Handlers:
+        """What live propagation takes from ``peer``: interest, pushes, and the pruning words."""
+        live = (LiveInterest, FeedPush, TopicPush, LivePause, LiveHave)
+        return dict.fromkeys(live, partial(self.on_message, peer))
 
     def on_message(
         self, peer: LivePeer, msg: LiveInterest | LivePause | LiveHave | FeedPush | TopicPush

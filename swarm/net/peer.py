@@ -1,48 +1,23 @@
 """One connected peer: its connection, the services that speak on it, and message dispatch.
 
 A `Peer` is built by the node for each connection from the services it needs, never from the
-node itself: the upstream server (what we offer), the pull-sync client (what we pull), the
-table of retrieve requests we sent, and two handlers the node hands it for the messages that
-concern the whole node (a peer's retrieve requests, its gossip). The connection answers its own
+node itself: the upstream server (what we offer), the pull-sync client (what we pull) and the
+table of retrieve requests we sent. Which service each incoming message goes to is registered
+by message class (`handle`): swarm/peer_wiring.py registers what each service says it handles,
+the per-connection ones (`Upstream.handlers()`) and the node's (`Retrieval.handlers(peer)`),
+so a new sub-protocol adds a registration, not a parameter. The connection answers its own
 messages (Ping, a stray Hello or Handshake) before they get here.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
 
 import trio
 
 from streamer.connection import Disconnect, PeerConnection
-from streamer.messages import (
-    ChunkDelivery,
-    CursorsReply,
-    CursorsRequest,
-    FeedPush,
-    LiveHave,
-    LiveInterest,
-    LivePause,
-    Message,
-    OfferedHashes,
-    Peers,
-    ProvenOffer,
-    PushDelivery,
-    PushFailure,
-    PushReceipt,
-    Receipt,
-    RetrieveDelivery,
-    RetrieveFailure,
-    RetrieveRequest,
-    StateReply,
-    StateRequest,
-    Subscribe,
-    TopicPush,
-    Unsubscribe,
-    Unsubscribed,
-    WantedHashes,
-)
+from streamer.dispatch import Dispatch, Handlers
+from streamer.messages import Message, PushReceipt
 from streamer.requests import RequestTable
 from swarm.net.push_requests import PushRequests
 from syncer.pullsync import PullSyncClient
@@ -50,14 +25,10 @@ from syncer.upstream import Upstream
 
 log = logging.getLogger(__name__)
 
-_FROM_UPSTREAM = (ChunkDelivery, OfferedHashes, ProvenOffer, StateReply, CursorsReply, Unsubscribed)
-
-
-LiveMessage = LiveInterest | LivePause | LiveHave | FeedPush | TopicPush
-
 
 class Peer:
-    """A live peer: connection, upstream server, pull-sync client, retrieve requests."""
+    """A live peer: connection, upstream server, pull-sync client, retrieve and push requests,
+    and the handler of each message class it sends us."""
 
     def __init__(
         self,
@@ -67,13 +38,7 @@ class Peer:
         upstream: Upstream,
         client: PullSyncClient,
         requests: RequestTable,
-        on_retrieve_request: Callable[[Peer, RetrieveRequest], None],
-        on_peers: Callable[[Peer, Peers], None],
-        on_live: Callable[[Peer, LiveInterest | LivePause | FeedPush | TopicPush], None] = lambda peer, msg: (
-            None
-        ),
         retrieve_timeout: float,
-        on_push_delivery: Callable[[Peer, PushDelivery], None] | None = None,
     ) -> None:
         self.conn = conn
         self.overlay = conn.overlay
@@ -83,27 +48,7 @@ class Peer:
         self.requests = requests
         self.retrieve_timeout = retrieve_timeout
         self.pushes = PushRequests()
-        push_delivery = on_push_delivery or (lambda peer, msg: None)
-        self._routes: dict[type, Callable[[Any], None]] = {
-            CursorsRequest: upstream.on_cursors_request,
-            Subscribe: upstream.on_subscribe,
-            Unsubscribe: upstream.on_unsubscribe,
-            WantedHashes: upstream.on_want,
-            StateRequest: upstream.on_state_request,  # provable streams (issue 16)
-            Receipt: upstream.on_receipt,
-            RetrieveRequest: lambda msg: on_retrieve_request(self, msg),
-            RetrieveDelivery: self.requests.on_delivery,
-            RetrieveFailure: self.requests.on_failure,
-            Peers: lambda msg: on_peers(self, msg),
-            PushDelivery: lambda msg: push_delivery(self, msg),
-            PushReceipt: self.pushes.on_receipt,
-            PushFailure: self.pushes.on_failure,
-            LiveInterest: lambda msg: on_live(self, msg),  # live propagation (swarm.live)
-            FeedPush: lambda msg: on_live(self, msg),
-            TopicPush: lambda msg: on_live(self, msg),
-            LivePause: lambda msg: on_live(self, msg),
-            LiveHave: lambda msg: on_live(self, msg),
-        }
+        self._dispatch = Dispatch()
 
     def __repr__(self) -> str:
         return f"<Peer {self.overlay.hex()[:12]} po={self.po}>"
@@ -121,13 +66,14 @@ class Peer:
             finally:
                 self.client.deliveries.close()
 
+    def handle(self, handlers: Handlers) -> None:
+        """Send the messages of these classes to these handlers (one handler per class)."""
+        self._dispatch.handle(handlers)
+
     async def dispatch(self, msg: Message) -> None:
         """Route one incoming message; runs inside the connection's reader, so never blocks,
         except that a delivery waits while the client's intake is full (backpressure)."""
-        if isinstance(msg, _FROM_UPSTREAM):
-            await self.client.receive(msg)
-        else:
-            self._routes[type(msg)](msg)
+        await self._dispatch(msg)
 
     async def retrieve(self, address: bytes, *, hop_limit: int, timeout: float | None = None) -> bytes:
         """Ask this peer for a chunk; hop limit 0 asks for its own store only."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import trio
 
 from streamer.connection import PeerConnection
+from streamer.dispatch import Handlers
 from streamer.messages import PushDelivery, PushFailure, PushReceipt
 from streamer.outbox import Priority
 from streamer.pending import OpenRequests
@@ -58,6 +59,10 @@ class PushRequests:
             raise PushFailed(f"peer {peer} could not store it: {pending.failure}")
         assert pending.answer is not None
         return pending.answer
+
+    def handlers(self) -> Handlers:
+        """The answers to our pushes."""
+        return {PushReceipt: self.on_receipt, PushFailure: self.on_failure}
 
     def on_receipt(self, msg: PushReceipt) -> None:
         self._requests.answer(msg.request_id, msg)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import trio
@@ -32,6 +33,7 @@ import trio
 from chunks import Chunk, InvalidChunk
 from pot import proximity
 from streamer.connection import PeerConnection
+from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
 from streamer.identity import NodeIdentity
 from streamer.messages import GoodbyeCode, PushDelivery, PushFailure, PushReceipt, clip_reason
@@ -214,6 +216,10 @@ class PushSync:
             )
 
     # -- serving peers --------------------------------------------------------------------------
+
+    def handlers(self, peer: PushPeer) -> Handlers:
+        """What this node serves ``peer``: the chunks it pushes here."""
+        return {PushDelivery: partial(self.on_delivery, peer)}
 
     def on_delivery(self, peer: PushPeer, msg: PushDelivery) -> None:
         busy = self._serving.get(peer.overlay, 0)

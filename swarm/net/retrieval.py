@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 import trio
@@ -28,6 +29,7 @@ from chunks import Chunk, InvalidChunk
 from localstore import ChunkDamaged, ChunkNotFound
 from localstore.cache import DEFAULT_CACHE_BYTES, ChunkCache
 from streamer.connection import PeerConnection
+from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest, clip_reason
 from streamer.outbox import Priority
@@ -162,6 +164,10 @@ class Retrieval:
             len(cache),
             cache.bytes,
         )
+
+    def handlers(self, peer: RetrievalPeer) -> Handlers:
+        """What this node serves ``peer``: its retrieve requests."""
+        return {RetrieveRequest: partial(self.on_request, peer)}
 
     def on_request(self, peer: RetrievalPeer, msg: RetrieveRequest) -> None:
         open_ids = self._open_ids.setdefault(peer.overlay, set())

@@ -1,8 +1,9 @@
-"""The fields message bodies are built of: integers, length-prefixed UTF-8 strings, and a reader.
+"""Reading and writing bodies: integers, length-prefixed UTF-8 strings, and a reader.
 
-streamer/codec.py and streamer/syncbodies.py write and read every body with these, so that a
-short or malformed body always fails the same way: :class:`BodyReader` raises
-RemoteProtocolError naming the message, the field and the offset, never a bare struct.error.
+Every body is written and read with these (the layouts derived in streamer/wire/layout.py and
+the few hand-written ones), so that a short or malformed body always fails the same way:
+:class:`BodyReader` raises RemoteProtocolError naming the message, the field and the offset,
+never a bare struct.error.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ class BodyReader:
 
     def fixed(self, st: struct.Struct, field: str) -> tuple[Any, ...]:
         return st.unpack(self._take(st.size, field))
+
+    def fields(self, st: struct.Struct, sizes: tuple[tuple[str, int], ...]) -> tuple[Any, ...]:
+        """Like :meth:`fixed`, but a shortfall names the first of the ``(field, size)`` that is
+        missing, with its own offset, as reading the fields one by one would."""
+        if st.size > len(self._body) - self._pos:
+            for field, size in sizes:
+                self._take(size, field)
+        return st.unpack(self._take(st.size, "?"))
 
     def u8(self, field: str) -> int:
         return self._take(1, field)[0]
