@@ -31,12 +31,12 @@ from swarm.api.bee_types import BeeBackend
 from swarm.api.byteranges import RangeNotSatisfiable, parse_range
 from swarm.api.dashboard import dashboard_routes, with_local_cors
 from swarm.api.downloads import TreeResponse, file_response, range_headers
-from swarm.api.input import HttpError, error_response, parse_address, read_body
+from swarm.api.input import HttpError, error_response, flag, parse_address, read_body, tag_header
 from swarm.api.live import live_routes
 from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.api.metrics import metrics_text
 from swarm.api.proofs import ProofSource, proof_routes
-from swarm.api.reserve import flag, reserve_routes, tag_header
+from swarm.api.reserve import reserve_routes
 from swarm.api.spaces import space_routes
 from swarm.api.status import sync_document, topology_document
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions

@@ -18,11 +18,13 @@ __all__ = [
     "MAX_UINT64",
     "HttpError",
     "error_response",
+    "flag",
     "handled",
     "parse_address",
     "parse_hex",
     "parse_uint",
     "read_body",
+    "tag_header",
 ]
 
 MAX_UINT64 = 2**64 - 1
@@ -93,3 +95,14 @@ async def read_body(request: Request, limit: int, what: str = "body") -> bytes:
         if len(body) > limit:
             raise HttpError(413, f"{what} too large: longer than {limit} bytes")
     return bytes(body)
+
+
+def flag(request: Request, name: str) -> bool:
+    """A boolean request header (``true``/``1``/``yes``), as Bee reads ``Swarm-Pin``."""
+    return request.headers.get(name, "").strip().lower() in ("true", "1", "yes")
+
+
+def tag_header(request: Request) -> int | None:
+    """The upload's tag (``Swarm-Tag: UID``), if the request names one."""
+    raw = request.headers.get("swarm-tag", "").strip()
+    return int(raw) if raw.isdigit() else None

@@ -34,8 +34,7 @@ from starlette.routing import Route
 
 from chunks.feeds import topic_from_text, update_address
 from streamer.messages import MAX_CHUNK_DATA_SIZE, MAX_TOPIC_PAYLOAD
-from swarm.api.input import HttpError, handled, parse_hex, parse_uint, read_body
-from swarm.api.reserve import flag
+from swarm.api.input import HttpError, flag, handled, parse_hex, parse_uint, read_body
 from swarm.feeds.finder import find_latest
 from swarm.live.events import LiveEvent, event_json
 from swarm.live.feed_order import MODES

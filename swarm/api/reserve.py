@@ -18,17 +18,7 @@ from swarm.api.input import error_response, parse_address
 from swarm.net.retrieval import ChunkUnavailable
 from swarm.reserve.uploads import Uploads
 
-__all__ = ["flag", "reserve_routes", "tag_header"]
-
-
-def flag(request: Request, name: str) -> bool:
-    """A boolean request header (``true``/``1``/``yes``), as Bee reads ``Swarm-Pin``."""
-    return request.headers.get(name, "").strip().lower() in ("true", "1", "yes")
-
-
-def tag_header(request: Request) -> int | None:
-    raw = request.headers.get("swarm-tag", "").strip()
-    return int(raw) if raw.isdigit() else None
+__all__ = ["reserve_routes"]
 
 
 def reserve_routes(uploads: Uploads) -> list[Route]:
