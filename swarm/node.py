@@ -41,6 +41,7 @@ from swarm.net.retrieval import Retrieval
 from swarm.network_assembly import build_network_services
 from swarm.node_info import write_node_info
 from swarm.peer_wiring import PeerWiring
+from swarm.postage.book import BatchBook
 from swarm.proofs.service import MODES as PROVABLE_MODES
 from swarm.proofs.service import NodeProofs
 from swarm.reserve.status import reserve_status
@@ -140,6 +141,7 @@ class Node:
             upload_chunks=partial(self.upload_chunks, verified=True),
             statistics=self.statistics,
         )
+        self.postage = BatchBook(self.store, eth_key.owner)  # local batches, as Bee's dev mode
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
             eth_key,
             self.store,
