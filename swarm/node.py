@@ -35,6 +35,7 @@ from streamer.messages import GoodbyeCode
 from swarm.api.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.live.assembly import build_live_service
+from swarm.live.gsoc import Gsoc
 from swarm.net.peer import Peer
 from swarm.net.repair import Repair
 from swarm.net.retrieval import Retrieval
@@ -150,6 +151,7 @@ class Node:
             config.live,
             evidence=self.equivocations.record,
         )
+        self.gsoc = Gsoc(self.live)  # GSOC payloads as live topic messages
         self.repair = Repair(
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
         )
@@ -309,6 +311,7 @@ class Node:
         """An upload's chunks into the store; a followed feed's updates to the followers too."""
         new = self.intake.store_many(chunks, verified=verified)
         self.live.uploaded(chunks)
+        self.gsoc.uploaded(chunks)
         return new
 
     def statistics(self) -> NodeStatistics:

@@ -34,6 +34,7 @@ from swarm.api.dashboard import dashboard_routes, with_local_cors
 from swarm.api.downloads import TreeResponse, file_response, range_headers
 from swarm.api.input import HttpError, error_response, flag, parse_address, read_body, tag_header
 from swarm.api.live import live_routes
+from swarm.api.messaging import messaging_routes
 from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.api.metrics import metrics_text
 from swarm.api.proofs import ProofSource, proof_routes
@@ -41,10 +42,12 @@ from swarm.api.reserve import reserve_routes
 from swarm.api.spaces import space_routes
 from swarm.api.stamps import postage_routes
 from swarm.api.status import sync_document, topology_document
+from swarm.api.stewardship import stewardship_routes
 from swarm.api.upload_postage import UploadPostage
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
 from swarm.files.chunker import CorruptTree
 from swarm.files.transfer import Upload
+from swarm.live.gsoc import Gsoc
 from swarm.live.service import LiveService
 from swarm.net.retrieval import ChunkUnavailable
 from swarm.postage.book import BatchBook
@@ -56,6 +59,8 @@ from syncer.evidence import EquivocationLog
 
 class ChunkGetter(Protocol):
     async def get(self, address: bytes) -> Chunk: ...
+
+    async def get_from_network(self, address: bytes) -> Chunk: ...
 
 
 class ChunkLookup(Protocol):
@@ -101,6 +106,9 @@ class Node(Protocol):
     @property
     def postage(self) -> BatchBook: ...
 
+    @property
+    def gsoc(self) -> Gsoc: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +129,13 @@ def build_app(node: Node) -> ASGIApp:
         *soc_and_feed_routes(node.bee, postage=postage),
         *status_routes(node.bee),
         *postage_routes(node.postage),  # /stamps, /batches: swarm/api/stamps.py
+        *stewardship_routes(
+            node.retrieval.get_from_network,
+            node.retrieval.get,
+            partial(node.upload_chunks, verified=True),
+            postage,
+        ),
+        *messaging_routes(node.live, node.gsoc, postage),  # PSS and GSOC
         *space_routes(node.spaces),  # spaces: swarm/api/spaces.py
     ]
     app = Starlette(

@@ -142,7 +142,14 @@ def postage_routes(book: BatchBook) -> list[Route]:
     async def chain_state(request: Request) -> Response:
         return JSONResponse({"chainTip": 0, "block": 0, "totalAmount": "0", "currentPrice": str(PRICE)})
 
+    async def reserve_state(request: Request) -> Response:
+        commitment = sum(1 << i.batch.depth for i in book.issuers())  # chunks the batches may stamp
+        return JSONResponse(
+            {"radius": 0, "storageRadius": 0, "commitment": commitment, "reserveCapacityDoubling": 0}
+        )
+
     return [
+        Route("/reservestate", handled(reserve_state), methods=["GET"]),
         Route("/stamps", handled(stamps), methods=["GET"]),
         Route("/stamps/{id}", handled(stamp), methods=["GET"]),
         Route("/stamps/{id}/buckets", handled(buckets), methods=["GET"]),
