@@ -95,7 +95,9 @@ calls = st.lists(
 
 
 @given(calls=calls, immutable=st.booleans(), depth=st.integers(17, 19))
-def test_the_issuer_agrees_with_the_naive_model(calls: list[list[bytes]], immutable: bool, depth: int) -> None:
+def test_the_issuer_agrees_with_the_naive_model(
+    calls: list[list[bytes]], immutable: bool, depth: int
+) -> None:
     issuer = Issuer(batch(depth, immutable=immutable))
     model = NaiveBatch(1 << (depth - 16), immutable)
     for call in calls:
@@ -132,7 +134,9 @@ def test_the_book_keeps_batches_and_their_stamps_across_a_restart(tmp_path: Path
         assert again.batch.label == "site" and again.utilization == 2 and again.buckets == {4: 2}
         with pytest.raises(BatchFull):
             book.stamp(kept.id, [address(4, 3)])
-        assert book.issuer(mutable.id).batch.depth == 19 and book.issuer(mutable.id).batch.amount == 5  # (5 + 5) / 2
+        assert (
+            book.issuer(mutable.id).batch.depth == 19 and book.issuer(mutable.id).batch.amount == 5
+        )  # (5 + 5) / 2
         assert [s.index for s in book.stamp(kept.id, [address(4, 2)])] == [1]
         with pytest.raises(UnknownBatch):
             book.stamp(b"\x09" * 32, [address(4, 1)])
