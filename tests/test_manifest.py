@@ -25,12 +25,15 @@ from swarm.manifest.nodes import (
 from swarm.manifest.reader import ManifestReader
 from swarm.manifest.trie import NO_REFERENCE, Entry, save
 
-paths = st.lists(st.sampled_from([b"a", b"b", b"/", b"\xc3\xa9", b"x" * 13, b"index.html"]), min_size=1, max_size=8).map(
-    b"".join
-)
+paths = st.lists(
+    st.sampled_from([b"a", b"b", b"/", b"\xc3\xa9", b"x" * 13, b"index.html"]), min_size=1, max_size=8
+).map(b"".join)
 metadata = st.none() | st.dictionaries(st.text(max_size=8), st.text(max_size=40), max_size=3)
 entries = st.dictionaries(
-    paths, st.builds(Entry, st.binary(min_size=32, max_size=32).filter(any), metadata), min_size=1, max_size=12
+    paths,
+    st.builds(Entry, st.binary(min_size=32, max_size=32).filter(any), metadata),
+    min_size=1,
+    max_size=12,
 )
 
 
@@ -43,7 +46,9 @@ def reader_of(saved_nodes: dict[bytes, bytes], root: bytes) -> ManifestReader:
 
 @settings(max_examples=150, deadline=None)
 @given(entries, st.lists(paths, max_size=10), st.binary(min_size=32, max_size=32))
-def test_a_saved_manifest_reads_back_as_the_model(model: dict[bytes, Entry], probes: list[bytes], key: bytes) -> None:
+def test_a_saved_manifest_reads_back_as_the_model(
+    model: dict[bytes, Entry], probes: list[bytes], key: bytes
+) -> None:
     saved = save(model, obfuscation_key=key)
     reader = reader_of(saved.nodes, saved.reference)
 
@@ -77,14 +82,18 @@ forks = st.builds(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.binary(max_size=64) | st.just(b""), st.lists(forks, max_size=6), st.binary(min_size=32, max_size=32))
+@given(
+    st.binary(max_size=64) | st.just(b""), st.lists(forks, max_size=6), st.binary(min_size=32, max_size=32)
+)
 def test_a_node_round_trips_through_its_bytes(target: bytes, fork_list: list[ForkRecord], key: bytes) -> None:
     by_first = {f.prefix[0]: f for f in fork_list}
     node = NodeRecord(target, by_first, key)
     data = encode_node(node)
     back = decode_node(data)
     with_empty_metadata = {
-        first: f if f.metadata is not None or not f.type & TYPE_WITH_METADATA else ForkRecord(f.prefix, f.ref, f.type, {})
+        first: f
+        if f.metadata is not None or not f.type & TYPE_WITH_METADATA
+        else ForkRecord(f.prefix, f.ref, f.type, {})
         for first, f in by_first.items()
     }
     assert back == NodeRecord(target, with_empty_metadata, key)
@@ -92,7 +101,12 @@ def test_a_node_round_trips_through_its_bytes(target: bytes, fork_list: list[For
 
 
 def test_an_empty_root_header_and_the_site_entry() -> None:
-    saved = save({b"/": Entry(NO_REFERENCE, {"website-index-document": "index.html"}), b"index.html": Entry(b"\1" * 32)})
+    saved = save(
+        {
+            b"/": Entry(NO_REFERENCE, {"website-index-document": "index.html"}),
+            b"index.html": Entry(b"\1" * 32),
+        }
+    )
     root = decode_node(saved.nodes[saved.reference])
     assert root.target == NO_REFERENCE  # the root writes 32 zero bytes
     slash = decode_node(saved.nodes[root.forks[ord("/")].ref])
@@ -107,7 +121,10 @@ def test_an_empty_root_header_and_the_site_entry() -> None:
         (b"\0" * 64, "unknown version hash"),
         (bytes(32) + VERSION_02_HASH[:31] + b"\x20", "ends inside its target"),
         (bytes(32) + VERSION_02_HASH[:31] + b"\0" + b"\1" + bytes(31), "ends inside its fork 0"),
-        (bytes(32) + VERSION_02_HASH[:31] + b"\0" + b"\1" + bytes(31) + b"\0\0" + bytes(62), "prefix length 0"),
+        (
+            bytes(32) + VERSION_02_HASH[:31] + b"\0" + b"\1" + bytes(31) + b"\0\0" + bytes(62),
+            "prefix length 0",
+        ),
     ],
 )
 def test_bad_bytes_are_refused_with_what_is_wrong(data: bytes, message: str) -> None:

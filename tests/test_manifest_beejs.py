@@ -31,7 +31,10 @@ def random_tree(rng: random.Random) -> dict[bytes, Entry]:
         path = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 6))).encode()
         metadata = None
         if rng.random() < 0.6:
-            metadata = {"Content-Type": rng.choice(["text/html; charset=utf-8", "image/png"]), "Filename": "f"}
+            metadata = {
+                "Content-Type": rng.choice(["text/html; charset=utf-8", "image/png"]),
+                "Filename": "f",
+            }
             metadata["Filename"] = path.decode().rsplit("/", 1)[-1] or "f" * rng.randint(1, 40)
         entries[path] = Entry(rng.randbytes(32), metadata)
     if rng.random() < 0.5:
@@ -40,7 +43,11 @@ def random_tree(rng: random.Random) -> dict[bytes, Entry]:
 
 
 TREES = [random_tree(random.Random(seed)) for seed in range(40)] + [
-    {b"index.html": Entry(b"\x11" * 32, {"Content-Type": "text/html; charset=utf-8", "Filename": "index.html"})},
+    {
+        b"index.html": Entry(
+            b"\x11" * 32, {"Content-Type": "text/html; charset=utf-8", "Filename": "index.html"}
+        )
+    },
     # metadata whose JSON and size fill exactly two words: bee-js adds no padding there
     {b"a": Entry(b"\x22" * 32, {"k": "v" * 54})},
 ]

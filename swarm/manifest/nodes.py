@@ -83,7 +83,9 @@ class NodeRecord:
 
     def __post_init__(self) -> None:
         if len(self.obfuscation_key) != KEY_SIZE:
-            raise InvalidManifest(f"obfuscation key must be {KEY_SIZE} bytes, got {len(self.obfuscation_key)}")
+            raise InvalidManifest(
+                f"obfuscation key must be {KEY_SIZE} bytes, got {len(self.obfuscation_key)}"
+            )
         if len(self.target) > 255:
             raise InvalidManifest(f"target must be at most 255 bytes, got {len(self.target)}")
         for first, fork in self.forks.items():
