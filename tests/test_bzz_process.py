@@ -134,6 +134,17 @@ def test_a_named_file_and_a_download_to_a_file(
         timeout=60,
     )
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "directory" in bad.stderr
+    plain = httpx.post(f"{writer.api}/bytes", content=b"just bytes" * 20, timeout=30).json()["reference"]
+    (tmp_path / "empty").mkdir()
+    for command in (["manifest", "ls", plain], ["upload", str(tmp_path / "empty")]):
+        wrong = subprocess.run(
+            [sys.executable, "-m", "swarm", *command, "--api", reader.api],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert wrong.returncode != 0 and wrong.stderr.count("\n") == 1, wrong.stderr
+        assert ("not a manifest" in wrong.stderr) or ("no regular file" in wrong.stderr)
 
 
 @pytest.mark.skipif(
