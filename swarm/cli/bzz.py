@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import quote
 
 from swarm.cli.common import CliError, target_api
@@ -28,8 +29,6 @@ PIECE = 256 * 1024
 
 def upload_request(args: argparse.Namespace) -> tuple[str, Iterator[bytes], int | None, dict[str, str]]:
     """(endpoint, body pieces, size or None, extra headers) of `swarm upload`."""
-    from swarm.cli.client import file_pieces, open_upload
-
     if args.file != "-" and Path(args.file).is_dir():
         files = directory_files(Path(args.file))
         if not files:
@@ -47,6 +46,24 @@ def upload_request(args: argparse.Namespace) -> tuple[str, Iterator[bytes], int 
         return "/bytes", file_pieces(source), size, {}
     headers = {"content-type": args.content_type} if args.content_type else {}
     return f"/bzz?name={quote(args.name)}", file_pieces(source), size, headers
+
+
+def file_pieces(source: IO[bytes]) -> Iterator[bytes]:
+    with source:
+        while piece := source.read(256 * 1024):
+            yield piece
+
+
+def open_upload(name: str) -> tuple[IO[bytes], int | None]:
+    """The file to upload and its size; `-` is standard input (size unknown)."""
+    if name == "-":
+        return sys.stdin.buffer, None
+    path = Path(name)
+    try:
+        size = path.stat().st_size
+        return path.open("rb"), size
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def directory_files(root: Path) -> list[tuple[str, Path]]:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -168,24 +168,6 @@ def cmd_upload(args: argparse.Namespace) -> int:
     receipts.done(response.json())
     print(response.json()["reference"])
     return 0
-
-
-def file_pieces(source: IO[bytes]) -> Iterator[bytes]:
-    with source:
-        while piece := source.read(256 * 1024):
-            yield piece
-
-
-def open_upload(name: str) -> tuple[IO[bytes], int | None]:
-    """The file to upload and its size; `-` is standard input (size unknown)."""
-    if name == "-":
-        return sys.stdin.buffer, None
-    path = Path(name)
-    try:
-        size = path.stat().st_size
-        return path.open("rb"), size
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def cmd_download(args: argparse.Namespace) -> int:
