@@ -30,6 +30,7 @@ from swarm.api.bee import soc_and_feed_routes
 from swarm.api.bee_status import status_routes
 from swarm.api.bee_types import BeeBackend
 from swarm.api.byteranges import RangeNotSatisfiable, parse_range
+from swarm.api.bzz import bzz_routes
 from swarm.api.dashboard import dashboard_routes, with_local_cors
 from swarm.api.downloads import TreeResponse, file_response, range_headers
 from swarm.api.input import HttpError, error_response, flag, parse_address, read_body, tag_header
@@ -119,6 +120,7 @@ def build_app(node: Node) -> ASGIApp:
     routes = [
         *chunk_routes(node.retrieval, node.store, node.upload_chunks, postage),
         *file_routes(node.uploads, node.retrieval, postage),
+        *bzz_routes(node.uploads, node.retrieval.get, postage),  # files and websites: swarm/api/bzz.py
         *report_routes(node.statistics, node.equivocations),
         *reserve_routes(node.uploads),  # uploads' tags and pins
         *proof_routes(node.proofs),  # provable streams: GET /proofs/{address}
