@@ -9,8 +9,6 @@
 const fs = require('fs')
 const { Bee, PrivateKey, Topic } = require('@ethersphere/bee-js')
 
-const BATCH = '00'.repeat(32)
-
 const text = file => Buffer.from(file.data.toUint8Array()).toString('utf8')
 
 async function main() {
@@ -19,6 +17,7 @@ async function main() {
   const writer = new Bee(writerUrl)
   const reader = new Bee(readerUrl)
   const out = {}
+  const BATCH = await writer.createPostageBatch('500000000', 20) // as a bee-js user makes one
 
   const file = await writer.uploadFile(BATCH, input.file_text, 'hello.txt', { contentType: 'text/plain' })
   out.file_reference = file.reference.toHex()
