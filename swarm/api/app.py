@@ -30,7 +30,7 @@ from swarm.api.bee_status import status_routes
 from swarm.api.bee_types import BeeBackend
 from swarm.api.byteranges import RangeNotSatisfiable, parse_range
 from swarm.api.dashboard import dashboard_routes, with_local_cors
-from swarm.api.downloads import TreeResponse, file_response, range_headers
+from swarm.api.downloads import FileTooLarge, TreeResponse, file_response, range_headers
 from swarm.api.input import HttpError, error_response, flag, parse_address, read_body, tag_header
 from swarm.api.live import live_routes
 from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -209,6 +209,8 @@ def file_routes(uploads: Uploads, retrieval: ChunkGetter) -> list[Route]:
             return error_response(504 if exc.timed_out else 404, str(exc))
         except (InvalidChunk, CorruptTree) as exc:
             return error_response(502, f"file {reference.hex()} is corrupt: {exc}")
+        except FileTooLarge as exc:
+            return error_response(413, str(exc))
 
     return [
         Route("/bytes", post_bytes, methods=["POST"]),
