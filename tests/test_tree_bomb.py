@@ -130,17 +130,19 @@ def test_a_tree_bomb_is_bounded_and_ends_with_its_client(tmp_path: Path) -> None
         assert node.proc is not None
         pid, port = node.proc.pid, int(node.info["api_port"])  # type: ignore[call-overload]
         before = rss_mb(pid)
-        topic = "bomb".encode().hex()
-        for path in (f"/bytes/{root.address.hex()}", f"/soc/{key.owner.hex()}/{bytes(32).hex()}"):
+        owner = key.owner.hex()
+        paths = [
+            f"/bytes/{root.address.hex()}",
+            f"/soc/{owner}/{bytes(32).hex()}",
+            f"/feeds/{owner}/{_topic_hex('bomb')}",
+        ]
+        for path in paths:
             status, got = get_and_hang_up(port, path, 1.0)
-            assert status.startswith(b"HTTP/1.1 200"), status
-            assert got > 1_000_000  # it did stream
+            assert status.startswith(b"HTTP/1.1 200"), (path, status)
+            assert got > 1_000_000, path  # it did stream
             idle_since = cpu_s(pid)
             time.sleep(1.5)
             assert cpu_s(pid) - idle_since < 0.5, path  # the work ended with the client
-        feed_path = f"/feeds/{key.owner.hex()}/{_topic_hex('bomb')}"
-        status, got = get_and_hang_up(port, feed_path, 1.0)
-        assert status.startswith(b"HTTP/1.1 200"), (status, topic)
         settled = rss_mb(pid)
         time.sleep(1.5)
         assert rss_mb(pid) - settled < 5  # no longer growing
