@@ -12,6 +12,10 @@ one seeded `random.Random`:
 Prints one JSON line: inputs and frames per second per driver, and the count of each outcome
 ("clean", "done", or the exception type). Any exception type outside `swarm.testing.fuzz.EXPECTED` stops
 the campaign with its traceback: that is a bug found.
+
+``--api`` runs instead the hostile HTTP cases of issue 30 against a real node process
+(`api_cases`): the tree bomb (peak RSS growth while a client streams it for ``--seconds``, at
+most 10, and RSS and CPU once it hung up).
 """
 
 from __future__ import annotations
@@ -125,11 +129,59 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# -- hostile API cases (issue 30 items 1, 3): a real node process, attacked over HTTP ---------
+
+
+def tree_bomb_case(seconds: float) -> dict[str, Any]:
+    """A tree bomb (5 chunks claiming 1 TiB) uploaded to a node process, `GET /bytes/ROOT` read for
+    `seconds` by a client that then hangs up: peak RSS growth (VmHWM), RSS and CPU after it left."""
+    import tempfile
+    from pathlib import Path
+
+    import httpx
+
+    from benches.sync import cpu_seconds, proc_status_kb
+    from swarm.testing import NodeProcess
+    from swarm.testing.hostile import get_and_hang_up, tree_bomb
+
+    root, chunks = tree_bomb(4)
+    with tempfile.TemporaryDirectory(prefix="bench-fuzz-bomb-") as tmp, NodeProcess(Path(tmp)) as node:
+        for chunk in chunks:
+            headers = {"swarm-deferred-upload": "true"}
+            httpx.post(node.api + "/chunks", content=chunk.data, headers=headers, timeout=10)
+        assert node.proc is not None
+        pid = node.proc.pid
+        before = proc_status_kb(pid, "VmRSS")
+        _, streamed = get_and_hang_up(int(node.info["api_port"]), f"/bytes/{root.address.hex()}", seconds)  # type: ignore[call-overload]
+        cpu_left = cpu_seconds(pid)
+        time.sleep(2.0)
+        return {
+            "claimed_bytes": root.span,
+            "streamed_mb": round(streamed / 2**20, 1),
+            "rss_before_mb": round(before / 1024, 1),
+            "peak_rss_growth_mb": round((proc_status_kb(pid, "VmHWM") - before) / 1024, 1),
+            "rss_growth_2s_after_client_left_mb": round((proc_status_kb(pid, "VmRSS") - before) / 1024, 1),
+            "cpu_s_in_2s_after_client_left": round(cpu_seconds(pid) - cpu_left, 2),
+        }
+
+
+def api_cases(seconds: float) -> dict[str, Any]:
+    """Each hostile API case once; `seconds` (at most 10) is how long the attacking client reads."""
+    return {"tree_bomb": tree_bomb_case(min(seconds, 10.0))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20.0, help="per driver (default 20)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    print(json.dumps(run(parser.parse_args())))
+    parser.add_argument(
+        "--api", action="store_true", help="only the hostile API cases against a node process (issue 30)"
+    )
+    args = parser.parse_args()
+    if args.api:
+        print(json.dumps({"bench": "fuzz-api", **api_cases(args.seconds)}))
+        return
+    print(json.dumps(run(args)))
 
 
 if __name__ == "__main__":

@@ -9,21 +9,20 @@ HTTP, a GET whose client hangs up after a second, the node's RSS and CPU time re
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from pathlib import Path
 
 import pytest
 import trio
 
+from benches.sync import cpu_seconds, proc_status_kb
 from chunks import Chunk
 from chunks.ethkey import Secp256k1Key
 from swarm.api.downloads import MAX_FILE_SIZE
 from swarm.files.chunker import split_bytes
 from swarm.files.transfer import fetch_intermediates, read_file
 from swarm.testing import NodeProcess
-from swarm.testing.hostile import bomb_feed_update, bomb_soc, tree_bomb
+from swarm.testing.hostile import bomb_feed_update, bomb_soc, get_and_hang_up, tree_bomb
 
 
 class Counting:
@@ -74,33 +73,7 @@ async def test_a_repeated_subtree_with_a_wrong_span_is_still_refused() -> None:
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def get_and_hang_up(port: int, path: str, seconds: float) -> tuple[bytes, int]:
-    """GET `path`, read for `seconds`, hang up: (status line, body bytes read)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
-        head, got = b"", 0
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            piece = sock.recv(1 << 16)
-            if not piece:
-                break
-            if b"\r\n\r\n" not in head:
-                head += piece
-                got = len(head.partition(b"\r\n\r\n")[2])
-            else:
-                got += len(piece)
-    return head.split(b"\r\n", 1)[0], got
+    return proc_status_kb(pid, "VmRSS") / 1024
 
 
 def post(node: NodeProcess, path: str, body: bytes) -> None:
@@ -140,9 +113,9 @@ def test_a_tree_bomb_is_bounded_and_ends_with_its_client(tmp_path: Path) -> None
             status, got = get_and_hang_up(port, path, 1.0)
             assert status.startswith(b"HTTP/1.1 200"), (path, status)
             assert got > 1_000_000, path  # it did stream
-            idle_since = cpu_s(pid)
+            idle_since = cpu_seconds(pid)
             time.sleep(1.5)
-            assert cpu_s(pid) - idle_since < 0.5, path  # the work ended with the client
+            assert cpu_seconds(pid) - idle_since < 0.5, path  # the work ended with the client
         settled = rss_mb(pid)
         time.sleep(1.5)
         assert rss_mb(pid) - settled < 5  # no longer growing
