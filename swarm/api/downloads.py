@@ -51,7 +51,8 @@ class FileTooLarge(ValueError):
 
     def __init__(self, reference: bytes, size: int) -> None:
         super().__init__(
-            f"file {reference.hex()} claims {size} bytes, more than the {MAX_FILE_SIZE} this node serves"
+            f"file {reference.hex()}: its root's span claims {size} bytes, more than the {MAX_FILE_SIZE} "
+            "this node serves"
         )
         self.reference = reference
         self.size = size
