@@ -15,7 +15,8 @@ the campaign with its traceback: that is a bug found.
 
 ``--api`` runs instead the hostile HTTP cases of issue 30 against a real node process
 (`api_cases`): the tree bomb (peak RSS growth while a client streams it for ``--seconds``, at
-most 10, and RSS and CPU once it hung up).
+most 10, and RSS and CPU once it hung up); a page of another origin publishing and uploading,
+and a DNS-rebound `Host` (the statuses, and how many state changes got through).
 """
 
 from __future__ import annotations
@@ -165,9 +166,35 @@ def tree_bomb_case(seconds: float) -> dict[str, Any]:
         }
 
 
+def cross_origin_case() -> dict[str, Any]:
+    """What a page of another site and a DNS-rebound name get from a node process: the statuses of
+    a cross-origin text/plain topic publish and upload, a `Host: evil.example` read, and whether the
+    topic's sequence shows a message published by them."""
+    import tempfile
+    from pathlib import Path
+
+    import httpx
+
+    from swarm.testing import NodeProcess
+
+    evil = {"origin": "http://evil.example", "content-type": "text/plain"}
+    with tempfile.TemporaryDirectory(prefix="bench-fuzz-origin-") as tmp, NodeProcess(Path(tmp)) as node:
+        publish = httpx.post(node.api + "/live/topics/chat", content=b"x", headers=evil, timeout=10)
+        upload = httpx.post(node.api + "/bytes", content=b"x", headers=evil, timeout=10)
+        rebound = httpx.get(node.api + "/health", headers={"host": "evil.example"}, timeout=10)
+        honest = httpx.post(node.api + "/live/topics/chat", content=b"x", timeout=10)
+        return {
+            "cross_origin_publish": publish.status_code,
+            "cross_origin_upload": upload.status_code,
+            "rebound_host": rebound.status_code,
+            "honest_publish": honest.status_code,
+            "cross_origin_messages_published": (int(honest.json()["seq"], 16) & 0xFFFFFFFF) - 1,
+        }
+
+
 def api_cases(seconds: float) -> dict[str, Any]:
     """Each hostile API case once; `seconds` (at most 10) is how long the attacking client reads."""
-    return {"tree_bomb": tree_bomb_case(min(seconds, 10.0))}
+    return {"tree_bomb": tree_bomb_case(min(seconds, 10.0)), "cross_origin": cross_origin_case()}
 
 
 def main() -> None:
