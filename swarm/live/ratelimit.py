@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from streamer.errors import RemoteProtocolError
-from streamer.messages import GoodbyeCode
+from streamer.messages import FeedPush, GoodbyeCode, LiveHave, LiveInterest, LivePause, TopicPush
 
-__all__ = ["CONTROL_LIMITS", "PUSH_BURST", "PUSH_RATE", "PeerRates", "RateLimits", "TokenBucket"]
+__all__ = ["CONTROL_LIMITS", "PUSH_BURST", "PUSH_RATE", "LiveRates", "PeerRates", "RateLimits", "TokenBucket"]
 
 PUSH_RATE = 1000.0
 """Pushes per second a peer may send, sustained (the live bench's 393 updates/s through 6 nodes,
@@ -111,3 +111,27 @@ class PeerRates:
 
     def __len__(self) -> int:
         return len(self._peers)
+
+
+class LiveRates:
+    """Both rates of every peer: its pushes and its control words."""
+
+    def __init__(self, pushes: RateLimits, control: RateLimits = CONTROL_LIMITS) -> None:
+        self.pushes = PeerRates(pushes)
+        self.control = PeerRates(control)
+
+    def allow(
+        self, peer: bytes, msg: FeedPush | TopicPush | LiveInterest | LivePause | LiveHave, now: float
+    ) -> bool:
+        """Whether `msg` from `peer` is within its rate (`PeerRates.allow`)."""
+        if isinstance(msg, FeedPush | TopicPush):
+            return self.pushes.allow(peer, now)
+        return self.control.allow(peer, now, len(msg.entries) if isinstance(msg, LiveInterest) else 1)
+
+    def forget(self, peer: bytes) -> None:
+        self.pushes.forget(peer)
+        self.control.forget(peer)
+
+    @property
+    def throttled(self) -> int:
+        return self.pushes.throttled + self.control.throttled

@@ -42,7 +42,7 @@ from swarm.live.loss import LOCAL
 from swarm.live.messages import InvalidLiveMessage, Stream, make_topic_push
 from swarm.live.paths import PushPaths
 from swarm.live.pruning import Pruning
-from swarm.live.ratelimit import PeerRates
+from swarm.live.ratelimit import LiveRates
 from swarm.live.receiver import TopicReceiver
 from swarm.live.relay import Judgement, Outcome, Relay, detector_bytes
 from swarm.live.results import Equivocation, LiveStatistics, Published
@@ -115,8 +115,7 @@ class LiveService:
         self._invalid_logged = LogBudget()
         self._throttle_logged = LogBudget()
         self._flood = FloodGuard()
-        self._push_rates = PeerRates(config.push_limits)  # per peer: pushes, control words
-        self._control_rates = PeerRates(config.control_limits)
+        self._rates = LiveRates(config.push_limits, config.control_limits)
         self.forwarded = 0
         self.dropped = 0
         self.published = 0
@@ -150,8 +149,7 @@ class LiveService:
 
     def peer_disconnected(self, peer: LivePeer) -> None:
         self._flood.forget(peer.overlay)
-        self._push_rates.forget(peer.overlay)
-        self._control_rates.forget(peer.overlay)
+        self._rates.forget(peer.overlay)
         if self._links.get(peer.overlay) is not None and self._links[peer.overlay].peer is peer:
             del self._links[peer.overlay]
             self.interest.remove_peer(peer.overlay)
@@ -176,11 +174,7 @@ class LiveService:
         over the peer's rate is dropped (throttled), and a peer that keeps sending over it is
         dropped as OVERLOADED (`swarm.live.ratelimit`)."""
         now = trio.current_time()
-        if isinstance(msg, FeedPush | TopicPush):
-            rates, cost = self._push_rates, 1
-        else:
-            rates, cost = self._control_rates, len(msg.entries) if isinstance(msg, LiveInterest) else 1
-        if not rates.allow(peer.overlay, now, cost):
+        if not self._rates.allow(peer.overlay, msg, now):
             if self._throttle_logged.allow():
                 log.warning(
                     "throttled live traffic from %s: over its rate%s",
@@ -323,5 +317,5 @@ class LiveService:
             receivers=self.receiver.states.statistics(),
             interest=self.interest.statistics(),
             pruning=self.paths.statistics(),
-            throttled=self._push_rates.throttled + self._control_rates.throttled,
+            throttled=self._rates.throttled,
         )
