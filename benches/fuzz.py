@@ -12,17 +12,27 @@ one seeded `random.Random`:
 Prints one JSON line: inputs and frames per second per driver, and the count of each outcome
 ("clean", "done", or the exception type). Any exception type outside `swarm.testing.fuzz.EXPECTED` stops
 the campaign with its traceback: that is a bug found.
+
+``--api`` runs instead the hostile HTTP cases of issue 30 against a real node process
+(`api_cases`): the tree bomb (peak RSS growth while a client streams it for ``--seconds``, at
+most 10, and RSS and CPU once it hung up); a page of another origin publishing and uploading,
+and a DNS-rebound `Host` (the statuses, and how many state changes got through); a peer flooding
+a node with valid topic messages beside an honest one (issue 30 item 6: what was throttled,
+whether the flooder was dropped, what the honest one got through).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+
+import trio
 
 from streamer.codec import encode
 from streamer.identity import NodeIdentity
@@ -125,11 +135,163 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# -- hostile API cases (issue 30 items 1, 3): a real node process, attacked over HTTP ---------
+
+
+def tree_bomb_case(seconds: float) -> dict[str, Any]:
+    """A tree bomb (5 chunks claiming 1 TiB) uploaded to a node process, `GET /bytes/ROOT` read for
+    `seconds` by a client that then hangs up: peak RSS growth (VmHWM), RSS and CPU after it left."""
+    import tempfile
+    from pathlib import Path
+
+    import httpx
+
+    from benches.sync import cpu_seconds, proc_status_kb
+    from swarm.testing import NodeProcess
+    from swarm.testing.hostile import get_and_hang_up, tree_bomb
+
+    root, chunks = tree_bomb(4)
+    with tempfile.TemporaryDirectory(prefix="bench-fuzz-bomb-") as tmp, NodeProcess(Path(tmp)) as node:
+        for chunk in chunks:
+            headers = {"swarm-deferred-upload": "true"}
+            httpx.post(node.api + "/chunks", content=chunk.data, headers=headers, timeout=10)
+        assert node.proc is not None
+        pid = node.proc.pid
+        before = proc_status_kb(pid, "VmRSS")
+        _, streamed = get_and_hang_up(int(node.info["api_port"]), f"/bytes/{root.address.hex()}", seconds)  # type: ignore[call-overload]
+        cpu_left = cpu_seconds(pid)
+        time.sleep(2.0)
+        return {
+            "claimed_bytes": root.span,
+            "streamed_mb": round(streamed / 2**20, 1),
+            "rss_before_mb": round(before / 1024, 1),
+            "peak_rss_growth_mb": round((proc_status_kb(pid, "VmHWM") - before) / 1024, 1),
+            "rss_growth_2s_after_client_left_mb": round((proc_status_kb(pid, "VmRSS") - before) / 1024, 1),
+            "cpu_s_in_2s_after_client_left": round(cpu_seconds(pid) - cpu_left, 2),
+        }
+
+
+def cross_origin_case() -> dict[str, Any]:
+    """What a page of another site and a DNS-rebound name get from a node process: the statuses of
+    a cross-origin text/plain topic publish and upload, a `Host: evil.example` read, and whether the
+    topic's sequence shows a message published by them."""
+    import tempfile
+    from pathlib import Path
+
+    import httpx
+
+    from swarm.testing import NodeProcess
+
+    evil = {"origin": "http://evil.example", "content-type": "text/plain"}
+    with tempfile.TemporaryDirectory(prefix="bench-fuzz-origin-") as tmp, NodeProcess(Path(tmp)) as node:
+        publish = httpx.post(node.api + "/live/topics/chat", content=b"x", headers=evil, timeout=10)
+        upload = httpx.post(node.api + "/bytes", content=b"x", headers=evil, timeout=10)
+        rebound = httpx.get(node.api + "/health", headers={"host": "evil.example"}, timeout=10)
+        honest = httpx.post(node.api + "/live/topics/chat", content=b"x", timeout=10)
+        return {
+            "cross_origin_publish": publish.status_code,
+            "cross_origin_upload": upload.status_code,
+            "rebound_host": rebound.status_code,
+            "honest_publish": honest.status_code,
+            "cross_origin_messages_published": (int(honest.json()["seq"], 16) & 0xFFFFFFFF) - 1,
+        }
+
+
+def live_flood_case(seconds: float) -> dict[str, Any]:
+    """A peer sending valid, signed topic messages (signed beforehand) into a node as fast as its
+    connection takes them for `seconds` (three in-process nodes over loopback TCP: attacker - node -
+    honest, default limits), while the honest peer publishes 10 a second and a subscriber at the
+    node reads: what the node throttled, whether it dropped the attacker, what the honest one got
+    through."""
+    import tempfile
+    from pathlib import Path
+
+    from chunks.ethkey import Secp256k1Key
+    from streamer.outbox import Priority
+    from swarm.live.events import TopicMessage
+    from swarm.live.messages import make_topic_push
+    from swarm.live.seqno import PublisherSequence
+    from swarm.node import Node
+    from swarm.testing import node_config, start_node, wait_for
+
+    logging.getLogger("swarm").setLevel(logging.ERROR)  # the throttling and loss lines: counted below
+    topic, key, numbers = b"\x66" * 32, Secp256k1Key.generate(), PublisherSequence()
+    pushes = []
+    for _ in range(int(4000 * seconds)):
+        seq, chain = numbers.next(topic, time.time_ns())
+        pushes.append(make_topic_push(key, topic, seq, chain, time.time_ns(), b"flood"))
+
+    async def attack(tmp: Path) -> dict[str, Any]:
+        async with trio.open_nursery() as nursery:
+            nodes: list[Node] = []
+            for i in range(3):
+                peers = [("127.0.0.1", nodes[-1].p2p_port)] if nodes else []
+                config = node_config(tmp / f"n{i}", peers=peers, gossip=False, api_port=None)
+                nodes.append(await start_node(nursery, config))
+            attacker, node, honest = nodes
+            await wait_for(lambda: len(node.peers) == 2, timeout=20)
+            got = [0]
+            async with node.live.subscribe(topic) as subscription:
+
+                async def read() -> None:
+                    async for event in subscription.events():
+                        if isinstance(event, TopicMessage) and event.message.owner == honest.live.key.owner:
+                            got[0] += 1
+
+                nursery.start_soon(read)
+                await wait_for(lambda: honest.live.interest.distance(subscription.stream) is not None)
+                link = attacker.peers[node.overlay].conn
+                first = node.peers[attacker.overlay]
+                sent = honest_sent = 0
+                started = time.perf_counter()
+                while (elapsed := time.perf_counter() - started) < seconds and sent < len(pushes):
+                    if link.closed:
+                        break
+                    await link.send(pushes[sent], Priority.LIVE)
+                    sent += 1
+                    if elapsed * 10 > honest_sent:
+                        honest.live.publish_topic(topic, b"honest")
+                        honest_sent += 1
+                elapsed = time.perf_counter() - started
+                await trio.sleep(1.0)
+                stats = node.live.statistics()
+                result = {
+                    "attack_s": round(elapsed, 2),
+                    "attacker_sent": sent,
+                    "attacker_per_s": round(sent / elapsed),
+                    "throttled": stats.throttled,
+                    "attacker_dropped": first.conn.closed,
+                    "honest_sent": honest_sent,
+                    "honest_received": got[0],
+                }
+            nursery.cancel_scope.cancel()
+        return result
+
+    with tempfile.TemporaryDirectory(prefix="bench-fuzz-live-") as tmp:
+        return trio.run(attack, Path(tmp))
+
+
+def api_cases(seconds: float) -> dict[str, Any]:
+    """Each hostile API case once; `seconds` (at most 10) is how long the attacking client reads."""
+    return {
+        "tree_bomb": tree_bomb_case(min(seconds, 10.0)),
+        "cross_origin": cross_origin_case(),
+        "live_flood": live_flood_case(min(seconds, 10.0)),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20.0, help="per driver (default 20)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    print(json.dumps(run(parser.parse_args())))
+    parser.add_argument(
+        "--api", action="store_true", help="only the hostile API cases against a node process (issue 30)"
+    )
+    args = parser.parse_args()
+    if args.api:
+        print(json.dumps({"bench": "fuzz-api", **api_cases(args.seconds)}))
+        return
+    print(json.dumps(run(args)))
 
 
 if __name__ == "__main__":

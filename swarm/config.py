@@ -28,6 +28,8 @@ class NodeConfig:
     port: int = 0
     api_host: str = "127.0.0.1"
     api_port: int | None = 0  # None: no HTTP API
+    api_allow_hosts: tuple[str, ...] = ()  # Host names the API answers beside the local ones
+    cors_allowed_origins: tuple[str, ...] = ()  # origins whose pages may use the API (Bee's option)
     peers: tuple[tuple[str, int], ...] = ()  # bootnodes
     network_id: int = 1
     strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature

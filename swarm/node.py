@@ -257,7 +257,9 @@ class Node:
                 if config.api_port is not None:
                     from swarm.api.app import serve_api
 
-                    self.api_port = await nursery.start(serve_api, self, config.api_host, config.api_port)
+                    hosts, origins = config.api_allow_hosts, config.cors_allowed_origins
+                    serve = partial(serve_api, allow_hosts=hosts, cors_origins=origins)
+                    self.api_port = await nursery.start(serve, self, config.api_host, config.api_port)
                 await nursery.start(self.manager.run)
                 if config.gossip:
                     nursery.start_soon(self.gossip.run, lambda: list(self.sessions.peers.values()))

@@ -128,7 +128,7 @@ async def test_a_client_leaving_mid_upload_is_an_info_line(
     caplog.set_level(logging.INFO)
     async with node_holding(tmp_path / "a", []) as (node, _):
         stream = await trio.open_tcp_stream("127.0.0.1", node.api_port)  # type: ignore[arg-type]
-        head = b"POST /bytes HTTP/1.1\r\nhost: x\r\ncontent-length: 1000000\r\n\r\n"
+        head = b"POST /bytes HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 1000000\r\n\r\n"
         await stream.send_all(head + bytes(100_000))
         await trio.sleep(0.2)
         await stream.aclose()  # the client is gone, 900,000 bytes short

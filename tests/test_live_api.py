@@ -116,3 +116,36 @@ async def test_topic_stream_over_http(tmp_path: Path) -> None:
                 too_big = await client.post("/live/topics/chat", content=bytes(4097))
                 assert too_big.status_code == 413
             nursery.cancel_scope.cancel()
+
+
+async def test_idle_streams_stay_open_across_keepalives(tmp_path: Path, monkeypatch: Any) -> None:
+    """Issue 30 item 10: the keep-alive timer once shut the topic's event generator, so an idle
+    subscription ended after KEEPALIVE seconds. Here KEEPALIVE is 0.1 s: after a second of
+    silence (ten keep-alives) both a topic and a feed stream still deliver."""
+    from swarm.api import live
+
+    monkeypatch.setattr(live, "KEEPALIVE", 0.1)
+    with trio.fail_after(40):
+        async with trio.open_nursery() as nursery:
+            node = await start_node(nursery, node_config(tmp_path / "n", live=LIVE))
+            base = f"http://127.0.0.1:{node.api_port}"
+            async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+                for path in ("/live/topics/idle", FEED):
+                    async with client.stream("GET", path) as stream:
+                        lines = stream.aiter_lines()
+                        keepalives = 0
+                        with trio.fail_after(10):
+                            while keepalives < 10:
+                                keepalives += (await lines.__anext__()) == ": keep-alive"
+                        if path == FEED:
+                            posted = await client.post(f"{FEED}/0", content=update(0))
+                        else:
+                            posted = await client.post(path, content=b"after the silence")
+                        assert posted.status_code == 201
+                        name = "update" if path == FEED else "message"
+                        with trio.fail_after(10):
+                            while (await lines.__anext__()) != f"event: {name}":
+                                pass
+                            doc = json.loads((await lines.__anext__())[len("data: ") :])
+                        assert doc["text"] in ("update 0", "after the silence")
+            nursery.cancel_scope.cancel()

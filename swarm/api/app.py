@@ -31,13 +31,14 @@ from swarm.api.bee_status import status_routes
 from swarm.api.bee_types import BeeBackend
 from swarm.api.byteranges import RangeNotSatisfiable, parse_range
 from swarm.api.bzz import bzz_routes
-from swarm.api.dashboard import dashboard_routes, with_local_cors
-from swarm.api.downloads import TreeResponse, file_response, range_headers
+from swarm.api.dashboard import dashboard_routes
+from swarm.api.downloads import FileTooLarge, TreeResponse, file_response, range_headers
 from swarm.api.input import HttpError, error_response, flag, parse_address, read_body, tag_header
 from swarm.api.live import live_routes
 from swarm.api.messaging import messaging_routes
 from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.api.metrics import metrics_text
+from swarm.api.origins import OriginPolicy, guarded
 from swarm.api.proofs import ProofSource, proof_routes
 from swarm.api.reserve import reserve_routes
 from swarm.api.spaces import space_routes
@@ -114,8 +115,9 @@ class Node(Protocol):
 log = logging.getLogger(__name__)
 
 
-def build_app(node: Node) -> ASGIApp:
-    """The ASGI app of one node."""
+def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
+    """The ASGI app of one node, behind `policy` (Host names and origins: swarm.api.origins;
+    by default a node bound to 127.0.0.1 that trusts no other origin)."""
     postage = UploadPostage(node.postage)
     routes = [
         *chunk_routes(node.retrieval, node.store, node.upload_chunks, postage),
@@ -150,7 +152,7 @@ def build_app(node: Node) -> ASGIApp:
             RangeNotSatisfiable: _not_satisfiable,
         },
     )
-    return departures_logged(with_local_cors(app))
+    return departures_logged(guarded(app, policy or OriginPolicy.of("127.0.0.1")))
 
 
 class ChunkUploader(Protocol):
@@ -247,6 +249,8 @@ def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage
             return error_response(504 if exc.timed_out else 404, str(exc))
         except (InvalidChunk, CorruptTree) as exc:
             return error_response(502, f"file {reference.hex()} is corrupt: {exc}")
+        except FileTooLarge as exc:
+            return error_response(413, str(exc))
 
     return [
         Route("/bytes", post_bytes, methods=["POST"]),
@@ -338,17 +342,25 @@ def departures_logged(app: ASGIApp) -> ASGIApp:
 
 
 async def serve_api(
-    node: Node, host: str, port: int, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    node: Node,
+    host: str,
+    port: int,
+    *,
+    allow_hosts: tuple[str, ...] = (),
+    cors_origins: tuple[str, ...] = (),
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the API until cancelled; reports the bound port."""
+    """Serve the API until cancelled; reports the bound port. It answers the local names, `host`
+    and `allow_hosts`, and trusts pages of `cors_origins` (swarm.api.origins)."""
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = 1.0
+    policy = OriginPolicy.of(host, allow_hosts, cors_origins)
     async with trio.open_nursery() as nursery:
         try:
-            binds: list[str] = await nursery.start(partial(serve, build_app(node), config))  # type: ignore[arg-type]
+            binds: list[str] = await nursery.start(partial(serve, build_app(node, policy), config))  # type: ignore[arg-type]
         except Exception as exc:
             cause = bind_error(exc)
             if cause is None:

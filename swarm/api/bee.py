@@ -38,7 +38,7 @@ from chunks.feeds import MAX_INDEX, TOPIC_SIZE, FeedUpdate
 from chunks.soc import ID_SIZE, InvalidSoc, parse_soc, soc_address, soc_from_parts
 from swarm.api.bee_status import BEE_API_VERSION, BEE_VERSION, status_routes
 from swarm.api.bee_types import BeeBackend
-from swarm.api.downloads import TreeResponse, file_response
+from swarm.api.downloads import FileTooLarge, TreeResponse, file_response
 from swarm.api.input import HttpError, error_response, parse_hex, parse_uint, read_body
 from swarm.api.upload_postage import UploadPostage
 from swarm.feeds.finder import find_at, find_latest, get_update, resolve_root
@@ -171,6 +171,8 @@ class _ChunkRoutes:
             raise HttpError(404, f"wrapped chunk cannot be retrieved: {exc}") from None
         except (InvalidChunk, CorruptTree) as exc:
             raise HttpError(502, f"content {root.address.hex()} is corrupt: {exc}") from None
+        except FileTooLarge as exc:
+            raise HttpError(413, str(exc)) from None
         response.headers.update(headers)
         return response
 

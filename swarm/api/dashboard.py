@@ -8,27 +8,20 @@ address with every node of the swarm.
 
 The nodes' APIs listen on 127.0.0.1 only. For the page, served by one of them, to read the others
 (other ports are other origins), the status documents carry CORS headers for pages served from
-127.0.0.1 or localhost, and only those documents: a page from anywhere else gets no header, and
-no data or file content is ever readable cross-origin.
+127.0.0.1 or localhost, and only those documents (swarm.api.origins, which also keeps other
+origins from changing a node's state).
 """
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from importlib.resources import files
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CORS_PATHS", "dashboard_page", "dashboard_routes", "with_local_cors"]
-
-CORS_PATHS = frozenset({"/sync", "/topology", "/health"})
-"""The documents the dashboard reads from other nodes."""
-
-_LOCAL_ORIGIN = re.compile(rb"^http://(127\.0\.0\.1|localhost)(:\d{1,5})?$")
+__all__ = ["dashboard_page", "dashboard_routes"]
 
 
 @cache
@@ -45,34 +38,3 @@ async def _dashboard(request: Request) -> Response:
 
 def dashboard_routes() -> list[Route]:
     return [Route("/dashboard", _dashboard, methods=["GET"])]
-
-
-def with_local_cors(app: ASGIApp) -> ASGIApp:
-    """`app`, adding `Access-Control-Allow-Origin` to GETs of CORS_PATHS from a local page."""
-
-    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
-        origin = _local_origin(scope)
-        if origin is None:
-            await app(scope, receive, send)
-            return
-
-        async def send_with_cors(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                headers += [(b"access-control-allow-origin", origin), (b"vary", b"origin")]
-                message = {**message, "headers": headers}
-            await send(message)
-
-        await app(scope, receive, send_with_cors)
-
-    return wrapped
-
-
-def _local_origin(scope: Scope) -> bytes | None:
-    """The request's Origin, if it is a local page asking for a status document."""
-    if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in CORS_PATHS:
-        return None
-    for name, value in scope["headers"]:
-        if name == b"origin":
-            return value if _LOCAL_ORIGIN.match(value) else None
-    return None

@@ -6,12 +6,20 @@ missing or bad chunk becomes a 404/504/502 naming it. A larger one cannot be hel
 intermediate chunks (1/128 of it) are fetched and verified first (swarm.files.transfer.fetch_intermediates)
 and only then is the status line sent and the data streamed: after it, only a data chunk can be
 missing, and then the connection is closed short of the Content-Length (`TreeResponse`).
+
+Hostile trees (a few chunks whose intermediate chunks repeat one reference claim any size up to
+4096 * 128**7 bytes): the intermediates are verified lazily and each distinct subtree once, so
+that costs what the distinct chunks cost; the stream holds a bounded window of chunks and stops
+when the client goes away (`http.disconnect`); and a file claiming more than MAX_FILE_SIZE is
+refused (413) before any chunk under its root is fetched. Repeated references alone are not
+refused: a file of zeros (a disk image, a sparse file) is built exactly so.
 """
 
 from __future__ import annotations
 
 import logging
 
+import trio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -22,9 +30,33 @@ from swarm.files.joiner import check_chunk
 from swarm.files.transfer import Fetch, fetch_intermediates, read_file, stream_file
 from swarm.net.retrieval import ChunkUnavailable
 
-__all__ = ["BUFFERED_DOWNLOAD", "TreeResponse", "file_response", "range_headers"]
+__all__ = [
+    "BUFFERED_DOWNLOAD",
+    "MAX_FILE_SIZE",
+    "FileTooLarge",
+    "TreeResponse",
+    "file_response",
+    "range_headers",
+]
 
 log = logging.getLogger(__name__)
+
+MAX_FILE_SIZE = 4096 * 128**4
+"""The largest file (or range of one) served: 1 TiB, a tree of at most five levels. A root whose
+span claims more is refused with FileTooLarge (the API's 413)."""
+
+
+class FileTooLarge(ValueError):
+    """A file whose root claims more bytes than this node serves (MAX_FILE_SIZE)."""
+
+    def __init__(self, reference: bytes, size: int) -> None:
+        super().__init__(
+            f"file {reference.hex()}: its root's span claims {size} bytes, more than the {MAX_FILE_SIZE} "
+            "this node serves"
+        )
+        self.reference = reference
+        self.size = size
+
 
 BUFFERED_DOWNLOAD = 32 * 1024 * 1024
 """Downloads (or ranges) up to this size are read whole before the status line, so any missing
@@ -37,11 +69,13 @@ async def file_response(
     """The answer for the file at `reference` (or the bytes its `Range` header asks for).
 
     Raises what `fetch` raises for a missing chunk, InvalidChunk or CorruptTree for a bad one and
-    RangeNotSatisfiable, all before any status line. HEAD fetches the root chunk only.
+    RangeNotSatisfiable, FileTooLarge, all before any status line. HEAD fetches the root chunk only.
     """
     root = check_chunk(await fetch(reference), reference, None)
     child_refs(root)  # a malformed root is refused before any status line
     size = file_size(root)
+    if size > MAX_FILE_SIZE:
+        raise FileTooLarge(reference, size)
     byte_range = parse_range(range, size)
     start, end = (0, size) if byte_range is None else (byte_range.start, byte_range.end)
     status = 200 if byte_range is None else 206
@@ -99,6 +133,17 @@ class TreeResponse:
         fields["content-length"] = str(self.end - self.start)
         headers = [(name.encode(), value.encode()) for name, value in fields.items()]
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
+            if await self._stream(send):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            nursery.cancel_scope.cancel()
+            return
+        log.info("download of %s abandoned: the client went away", self.reference.hex())
+
+    async def _stream(self, send: Send) -> bool:
+        """Send the body; False when a chunk failed (the response is then abandoned, so the
+        server closes the connection short of its Content-Length)."""
         sent = 0
 
         async def body(piece: bytes) -> None:
@@ -116,5 +161,12 @@ class TreeResponse:
                 self.end - self.start,
                 exc,
             )
-            return  # without the final body message: the server closes the connection
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return False
+        return True
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    """Cancel `scope` when the client goes away: the download's work ends with its reader."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()

@@ -64,15 +64,19 @@ def _sse(event: LiveEvent) -> str:
     return "\n".join(lines)
 
 
-async def _stream(events: AsyncIterator[LiveEvent]) -> AsyncIterator[str]:
-    """The events as SSE text, with a keep-alive comment whenever nothing came for KEEPALIVE s."""
-    iterator = events.__aiter__()
+async def _stream(receive: Callable[[], Awaitable[LiveEvent]]) -> AsyncIterator[str]:
+    """The events as SSE text, with a keep-alive comment whenever nothing came for KEEPALIVE s.
+
+    `receive` must be cancel-safe (a memory channel's, `TopicSubscription.receive`): the
+    keep-alive timer cancels it, and an idle stream stays open for good. It ends the stream
+    by raising trio.EndOfChannel.
+    """
     while True:
         event = None
         with trio.move_on_after(KEEPALIVE):
             try:
-                event = await iterator.__anext__()
-            except StopAsyncIteration:
+                event = await receive()
+            except trio.EndOfChannel:
                 return
         yield ": keep-alive\n\n" if event is None else _sse(event)
 
@@ -120,7 +124,7 @@ class _LiveRoutes:
 
         async def body() -> AsyncIterator[str]:
             async with self.live.follow(owner, topic, start=start, mode=mode) as follower:
-                async for text in _stream(follower.events):
+                async for text in _stream(follower.events.receive):
                     yield text
 
         return StreamingResponse(body(), media_type="text/event-stream", headers=_SSE_HEADERS)
@@ -130,7 +134,7 @@ class _LiveRoutes:
 
         async def body() -> AsyncIterator[str]:
             async with self.live.subscribe(topic) as subscription:
-                async for text in _stream(subscription.events()):
+                async for text in _stream(subscription.receive):
                     yield text
 
         return StreamingResponse(body(), media_type="text/event-stream", headers=_SSE_HEADERS)

@@ -22,7 +22,7 @@ from chunks import Chunk, InvalidChunk
 from swarm.api.input import HttpError, handled, parse_address
 from swarm.api.upload_postage import UploadPostage
 from swarm.files.chunker import CorruptTree
-from swarm.files.transfer import fetch_tree
+from swarm.files.transfer import TreeTooLarge, fetch_tree
 from swarm.net.retrieval import ChunkUnavailable
 
 __all__ = ["stewardship_routes"]
@@ -39,6 +39,8 @@ def stewardship_routes(
         reference = parse_address(request.path_params["reference"])
         try:
             await fetch_tree(reference, network_get)
+        except TreeTooLarge as exc:
+            raise HttpError(413, f"cannot check {exc}") from None
         except (ChunkUnavailable, InvalidChunk, CorruptTree):
             return JSONResponse({"isRetrievable": False})
         return JSONResponse({"isRetrievable": True})
@@ -52,6 +54,8 @@ def stewardship_routes(
             raise HttpError(404, f"cannot re-upload {reference.hex()}: {exc}") from None
         except (InvalidChunk, CorruptTree) as exc:
             raise HttpError(502, f"cannot re-upload {reference.hex()}: {exc}") from None
+        except TreeTooLarge as exc:
+            raise HttpError(413, f"cannot re-upload {exc}") from None
         postage.stamp(batch, chunks)
         await upload(chunks)
         return JSONResponse({"code": 200, "message": "OK"})

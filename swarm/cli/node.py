@@ -71,6 +71,23 @@ def add_node_parser(sub: Any) -> None:
     )
     p.add_argument("--no-api", action="store_true", help="do not serve the HTTP API")
     p.add_argument(
+        "--api-allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name the HTTP API answers besides 127.0.0.1, localhost and [::1] (repeatable; "
+        "requests naming any other host are refused, against DNS rebinding)",
+    )
+    p.add_argument(
+        "--cors-allowed-origins",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="origins (e.g. https://app.example; comma-separated or repeated; * for any) whose web "
+        "pages may read the HTTP API and change state (upload, publish); as Bee's option. Pages "
+        "of other origins may not",
+    )
+    p.add_argument(
         "--peer",
         type=parse_hostport,
         action="append",
@@ -165,6 +182,8 @@ def cmd_node(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         api_port=None if args.no_api else args.api_port,
+        api_allow_hosts=tuple(args.api_allow_host),
+        cors_allowed_origins=tuple(o for item in args.cors_allowed_origins for o in item.split(",")),
         peers=tuple(args.peer),
         network_id=args.network_id,
         strategy=args.suggest,

@@ -14,13 +14,13 @@ it, only a missing data chunk can cut such a download short.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 
 import trio
 
 from chunks import CHUNK_SIZE, Chunk
-from swarm.files.chunker import Splitter, child_refs, children_in_range
+from swarm.files.chunker import CorruptTree, Splitter, child_refs, children_in_range
 from swarm.files.joiner import check_chunk, join
 
 Fetch = Callable[[bytes], Awaitable[Chunk]]
@@ -28,6 +28,10 @@ Fetch = Callable[[bytes], Awaitable[Chunk]]
 HELD_INTERMEDIATES = 16 * 2**20
 """Bytes of intermediate chunks `fetch_intermediates` keeps for the download (those of about
 2 GiB of file); beyond them chunks are verified and dropped, and fetched again when streamed."""
+
+CHECKED_INTERMEDIATES = 16384
+"""Distinct intermediate chunks `fetch_intermediates` verifies at most (those of 8 GiB of
+distinct file bytes); the ones beyond are verified as the download streams."""
 
 
 @dataclass
@@ -111,48 +115,97 @@ async def stream_file(
 
 
 async def fetch_intermediates(
-    root: Chunk, fetch: Fetch, start: int, end: int, *, concurrency: int = 16, keep: int = HELD_INTERMEDIATES
+    root: Chunk,
+    fetch: Fetch,
+    start: int,
+    end: int,
+    *,
+    concurrency: int = 16,
+    keep: int = HELD_INTERMEDIATES,
+    budget: int = CHECKED_INTERMEDIATES,
 ) -> dict[bytes, Chunk]:
-    """Fetch and verify every intermediate chunk under `root` that covers bytes of [start, end),
-    level by level, `concurrency` at a time; returns those kept (up to `keep` bytes of them).
+    """Fetch and verify the intermediate chunks under `root` that cover bytes of [start, end),
+    depth first, the children of one chunk `concurrency` at a time; returns those kept (up to
+    `keep` bytes of them).
 
+    The walk is lazy: it holds the children of one chunk per level (at most 128 x 7), never a
+    whole level. A subtree whose address was already verified whole is not walked again (the
+    same address is the same bytes), so a tree that repeats references costs its distinct
+    chunks, not its span. After `budget` fetches it stops: the rest is verified as it is streamed.
     Raises what `fetch` raises for a missing chunk, `InvalidChunk` or `CorruptTree` for a bad
     one. Data chunks are recognised by their span (at most 4096), so none is fetched.
     """
-    held: dict[bytes, Chunk] = {}
-    kept = 0
-    level = _intermediates_below(root, 0, start, end)
-    while level:
-        below = []
-        for first in range(0, len(level), _BATCH):  # a batch at a time: bounded memory
-            batch = level[first : first + _BATCH]
-            fetched = await _fetch_all(fetch, [address for address, _, _ in batch], concurrency)
-            for (address, span, offset), chunk in zip(batch, fetched, strict=True):
-                check_chunk(chunk, address, span)
-                below += _intermediates_below(chunk, offset, start, end)
-                if kept + len(chunk.data) <= keep:
-                    held[address] = chunk
-                    kept += len(chunk.data)
-        level = below
-    return held
+    check = _IntermediateCheck(fetch, start, end, concurrency, keep, budget)
+    with suppress(_BudgetSpent):
+        await check.below(root, 0)
+    return check.held
 
 
-_BATCH = 512
+class _BudgetSpent(Exception):
+    pass
 
 
-async def fetch_tree(reference: bytes, fetch: Fetch, *, concurrency: int = 16) -> list[Chunk]:
-    """Every chunk of the file at `reference`, data chunks included, fetched level by level
-    `concurrency` at a time and each checked against its parent; raises as `fetch_intermediates`."""
+class _IntermediateCheck:
+    """The state of one `fetch_intermediates` walk."""
+
+    def __init__(self, fetch: Fetch, start: int, end: int, concurrency: int, keep: int, budget: int) -> None:
+        self.fetch, self.start, self.end, self.concurrency = fetch, start, end, concurrency
+        self.keep, self.budget = keep, budget
+        self.held: dict[bytes, Chunk] = {}
+        self.kept = self.fetched = 0
+        self.verified: dict[bytes, int] = {}  # address -> span of subtrees verified whole
+
+    async def below(self, chunk: Chunk, offset: int) -> None:
+        """Verify every intermediate chunk under the (verified) `chunk`, which starts at `offset`."""
+        children = _intermediates_below(chunk, offset, self.start, self.end)
+        wanted = list(dict.fromkeys(a for a, _, _ in children if a not in self.verified))
+        if self.fetched + len(wanted) > self.budget:
+            raise _BudgetSpent
+        self.fetched += len(wanted)
+        fetched = dict(zip(wanted, await _fetch_all(self.fetch, wanted, self.concurrency), strict=True))
+        for address, span, child_offset in children:
+            known = self.verified.get(address)
+            if known is not None:
+                if known != span:
+                    raise CorruptTree(address, f"span {known}, its parent implies {span}")
+                continue
+            child = check_chunk(fetched[address], address, span)
+            self._hold(child)
+            await self.below(child, child_offset)
+            if self.start <= child_offset and child_offset + span <= self.end:
+                self.verified[address] = span  # whole subtree checked: a repeat needs no walk
+
+    def _hold(self, chunk: Chunk) -> None:
+        if chunk.address not in self.held and self.kept + len(chunk.data) <= self.keep:
+            self.held[chunk.address] = chunk
+            self.kept += len(chunk.data)
+
+
+class TreeTooLarge(ValueError):
+    """A chunk tree with more distinct chunks than a whole-tree walk takes."""
+
+
+async def fetch_tree(
+    reference: bytes, fetch: Fetch, *, concurrency: int = 16, limit: int = 1 << 18
+) -> list[Chunk]:
+    """Every distinct chunk of the file at `reference`, data chunks included, fetched level by
+    level `concurrency` at a time and each checked against its parent; raises as
+    `fetch_intermediates`, and `TreeTooLarge` past `limit` distinct chunks (1 GiB of data by
+    default). A repeated reference is fetched and kept once: a tree whose levels repeat one
+    address (a file of zeros, or a tree bomb) costs what its distinct chunks cost."""
     root = await fetch(reference)
-    tree, level = [root], [(reference, root)]
+    tree, level = {reference: root}, [root]
     while level:
-        children = [child for _, chunk in level for child in child_refs(chunk)]
-        fetched = await _fetch_all(fetch, [address for address, _ in children], concurrency)
-        for (address, span), chunk in zip(children, fetched, strict=True):
-            check_chunk(chunk, address, span)
-        tree += fetched
-        level = [(address, chunk) for (address, _), chunk in zip(children, fetched, strict=True)]
-    return tree
+        children = [child for chunk in level for child in child_refs(chunk)]
+        wanted = list(dict.fromkeys(address for address, _ in children if address not in tree))
+        if len(tree) + len(wanted) > limit:
+            raise TreeTooLarge(f"file {reference.hex()}: more than {limit} distinct chunks")
+        fetched = dict(zip(wanted, await _fetch_all(fetch, wanted, concurrency), strict=True))
+        for address, span in children:
+            check_chunk(tree.get(address) or fetched[address], address, span)
+        tree.update(fetched)
+        level = list(fetched.values())
+    return list(tree.values())
 
 
 def _intermediates_below(chunk: Chunk, offset: int, start: int, end: int) -> list[tuple[bytes, int, int]]:

@@ -10,6 +10,7 @@ from swarm.live.detector import DEFAULT_MAX_GAPS
 from swarm.live.follower import FollowerConfig
 from swarm.live.links import DEFAULT_LINK_CAPACITY
 from swarm.live.pruning import DEFAULT_EAGER
+from swarm.live.ratelimit import CONTROL_LIMITS, RateLimits
 from swarm.live.relay import DEFAULT_SKEW
 from swarm.live.window import MIB, GenerationWindow
 
@@ -30,6 +31,9 @@ class LiveConfig:
     subscriber_backlog: int = 256
     advisory_interval: float = 1.0
     tick: float = 0.25
+    push_limits: RateLimits = field(default_factory=RateLimits)  # per peer (swarm.live.ratelimit)
+    control_limits: RateLimits = CONTROL_LIMITS  # interest, pause and have entries per peer
+    interest_interval: float = 0.25  # a peer is told of interest changes at most this often
 
     def window(self, entry_bytes: Callable[[Any], int], now: float) -> GenerationWindow[Any, Any]:
         return GenerationWindow(

@@ -6,10 +6,16 @@ One task per peer sends what is queued through the connection's outbox (live pri
 before that the peer's pending interest announcements, computed when they are sent, so that a
 burst of interest changes goes out as one `LiveInterest`, then the pauses and resumes for it
 and the announcements of what it paused (`LivePause`, `LiveHave`: `swarm.live.pruning`).
+
+Interest changes go out at most once per `interest_interval` (the first at once): what changes in
+between is coalesced by the interest table into the net difference, so a peer churning its
+interest (subscribe, withdraw, subscribe...) costs its neighbours one announcement per interval
+with what actually changed, not one per change.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Protocol
 
@@ -39,7 +45,12 @@ class PeerLink:
     """The send side of live propagation to one peer."""
 
     def __init__(
-        self, peer: LivePeer, interest: InterestTable, capacity: int = DEFAULT_LINK_CAPACITY
+        self,
+        peer: LivePeer,
+        interest: InterestTable,
+        capacity: int = DEFAULT_LINK_CAPACITY,
+        *,
+        interest_interval: float = 0.0,
     ) -> None:
         self.peer = peer
         self.overlay = peer.overlay
@@ -49,8 +60,11 @@ class PeerLink:
         self._pauses: dict[tuple[int, bytes, bytes], LivePause] = {}  # per chain, the latest word
         self._haves: deque[LiveHave] = deque()
         self._wake = trio.Event()
+        self.interest_interval = interest_interval
+        self._next_interest = -math.inf  # when interest may be announced again
         self.sent = 0
         self.dropped = 0
+        self.announcements = 0  # LiveInterest messages sent
 
     def push(self, msg: FeedPush | TopicPush) -> bool:
         """Queue ``msg`` for the peer; False (and counted) if its queue is full."""
@@ -90,12 +104,12 @@ class PeerLink:
         """
         conn = self.peer.conn
         while not conn.closed:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            while not conn.closed and self._interest.pending(self.overlay):
-                entries = self._interest.announcements(self.overlay)
-                if entries:
-                    await conn.send(LiveInterest(tuple(entries)), Priority.LIVE)
+            due = self._next_interest if self._interest.pending(self.overlay) else math.inf
+            with trio.move_on_at(due):
+                await self._wake.wait()
+                self._wake = trio.Event()
+            if self._interest.pending(self.overlay) and trio.current_time() >= self._next_interest:
+                await self._announce(conn)
             while self._pauses and not conn.closed:
                 await conn.send(self._pauses.pop(next(iter(self._pauses))), Priority.LIVE)
             while self._queue or self._haves:
@@ -104,3 +118,12 @@ class PeerLink:
                     self.sent += 1
                 if self._haves:
                     await conn.send(self._haves.popleft(), Priority.LIVE)
+
+    async def _announce(self, conn: PeerConnection) -> None:
+        """Send what changed in the interest since the peer was last told (in full batches)."""
+        while not conn.closed and self._interest.pending(self.overlay):
+            entries = self._interest.announcements(self.overlay)
+            if entries:
+                await conn.send(LiveInterest(tuple(entries)), Priority.LIVE)
+                self.announcements += 1
+        self._next_interest = trio.current_time() + self.interest_interval

@@ -53,6 +53,7 @@ def loss_document(overlay: bytes, live: LiveStatistics) -> dict[str, Any]:
             "forwarded": live.forwarded,
             "pruned": live.pruned,
             "dropped": live.dropped,
+            "throttled": live.throttled,
             "published": live.published,
         },
         "followers": live.followers,

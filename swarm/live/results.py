@@ -51,3 +51,4 @@ class LiveStatistics:
     receivers: WindowStatistics
     interest: InterestStatistics  # streams followed and relayed, peers exchanging interest
     pruning: PushPathStatistics  # paused push paths, and the words about them
+    throttled: int = 0  # live messages from peers dropped over their rate (swarm.live.ratelimit)

@@ -42,6 +42,7 @@ from swarm.live.loss import LOCAL
 from swarm.live.messages import InvalidLiveMessage, Stream, make_topic_push
 from swarm.live.paths import PushPaths
 from swarm.live.pruning import Pruning
+from swarm.live.ratelimit import LiveRates
 from swarm.live.receiver import TopicReceiver
 from swarm.live.relay import Judgement, Outcome, Relay, detector_bytes
 from swarm.live.results import Equivocation, LiveStatistics, Published
@@ -112,7 +113,9 @@ class LiveService:
             wall=wall,
         )
         self._invalid_logged = LogBudget()
+        self._throttle_logged = LogBudget()
         self._flood = FloodGuard()
+        self._rates = LiveRates(config.push_limits, config.control_limits)
         self.forwarded = 0
         self.dropped = 0
         self.published = 0
@@ -138,12 +141,15 @@ class LiveService:
 
     def peer_connected(self, peer: LivePeer) -> None:
         self.interest.add_peer(peer.overlay)
-        link = self._links[peer.overlay] = PeerLink(peer, self.interest, self.config.link_capacity)
+        link = self._links[peer.overlay] = PeerLink(
+            peer, self.interest, self.config.link_capacity, interest_interval=self.config.interest_interval
+        )
         peer.conn.start_soon(link.run)
         link.interest_changed()
 
     def peer_disconnected(self, peer: LivePeer) -> None:
         self._flood.forget(peer.overlay)
+        self._rates.forget(peer.overlay)
         if self._links.get(peer.overlay) is not None and self._links[peer.overlay].peer is peer:
             del self._links[peer.overlay]
             self.interest.remove_peer(peer.overlay)
@@ -164,7 +170,18 @@ class LiveService:
         self, peer: LivePeer, msg: LiveInterest | LivePause | LiveHave | FeedPush | TopicPush
     ) -> None:
         """A live message from a peer; never blocks. A forged or malformed message is dropped by
-        itself; only a flood of them (`swarm.live.flood`) drops the peer, as OVERLOADED."""
+        itself; only a flood of them (`swarm.live.flood`) drops the peer, as OVERLOADED. A message
+        over the peer's rate is dropped (throttled), and a peer that keeps sending over it is
+        dropped as OVERLOADED (`swarm.live.ratelimit`)."""
+        now = trio.current_time()
+        if not self._rates.allow(peer.overlay, msg, now):
+            if self._throttle_logged.allow():
+                log.warning(
+                    "throttled live traffic from %s: over its rate%s",
+                    peer.overlay.hex()[:12],
+                    self._throttle_logged.note(),
+                )
+            return
         if isinstance(msg, LiveInterest):
             self.interest.announced(peer.overlay, msg.entries)
             self._interest_changed()
@@ -174,7 +191,7 @@ class LiveService:
             return
         judgement, _ = self._receive(msg, peer.overlay)
         if judgement.outcome is Outcome.INVALID:
-            self._flood.invalid(peer.overlay, trio.current_time())
+            self._flood.invalid(peer.overlay, now)
 
     # -- the relay path ------------------------------------------------------------------------
 
@@ -300,4 +317,5 @@ class LiveService:
             receivers=self.receiver.states.statistics(),
             interest=self.interest.statistics(),
             pruning=self.paths.statistics(),
+            throttled=self._rates.throttled,
         )

@@ -24,6 +24,7 @@ class TopicSubscription:
         self._on_drop = on_drop
         self.dropped = 0
         self._unreported = 0
+        self._held: LiveEvent | None = None  # the event a loss notice went out before
 
     def deliver(self, event: LiveEvent) -> None:
         try:
@@ -42,11 +43,25 @@ class TopicSubscription:
     def close(self) -> None:
         self._in.close()
 
+    async def receive(self) -> LiveEvent:
+        """The next event (a loss notice first if messages were dropped since the last one).
+
+        Cancel-safe: a timeout around it loses nothing, so a stream can wait with a keep-alive
+        timer. Raises trio.EndOfChannel once the subscription is closed and read to its end.
+        """
+        if self._held is not None:
+            event, self._held = self._held, None
+            return event
+        event = await self._out.receive()
+        if self._unreported:
+            lost, self._unreported = self._unreported, 0
+            self._held = event
+            return LossNotice(self.stream.name, lost, None, None, "dropped: the subscriber read too slowly")
+        return event
+
     async def events(self) -> AsyncIterator[LiveEvent]:
-        async for event in self._out:
-            if self._unreported:
-                lost, self._unreported = self._unreported, 0
-                yield LossNotice(
-                    self.stream.name, lost, None, None, "dropped: the subscriber read too slowly"
-                )
-            yield event
+        while True:
+            try:
+                yield await self.receive()
+            except trio.EndOfChannel:
+                return

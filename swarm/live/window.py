@@ -15,7 +15,10 @@ repeat (raims' rule in `SubDB::match_seqno`).
 
 Differences from raims, for a Python dict per generation: sizes are estimates given by the
 caller (``entry_bytes``), and a quiet window also rotates after ``max_interval``, so that state of
-publishers long gone does not linger and the trailing edge keeps moving.
+publishers long gone does not linger and the trailing edge keeps moving. And memory is bounded
+whatever the rate: a newest generation grown to twice its size or count rotates at once, before
+``min_interval`` (a flood of fresh publishers then moves the trailing edge instead of growing the
+node: at most ``generations`` x 2 x the limits are held).
 """
 
 from __future__ import annotations
@@ -123,12 +126,15 @@ class GenerationWindow(Generic[K, V]):
 
     def due(self, now: float) -> bool:
         """Is a rotation due: the newest generation over its size or count and ``min_interval``
-        passed since it was started, or ``max_interval`` passed?"""
+        passed since it was started, or ``max_interval`` passed, or the newest generation over
+        twice its size or count (whatever the time: the memory bound)?"""
         elapsed = now - self._started[0]
+        size, count = self._bytes[0], len(self._generations[0])
+        if size > 2 * self.max_bytes or count > 2 * self.max_count:
+            return True
         if elapsed < self.min_interval:
             return False
-        full = self._bytes[0] > self.max_bytes or len(self._generations[0]) > self.max_count
-        return full or elapsed >= self.max_interval
+        return size > self.max_bytes or count > self.max_count or elapsed >= self.max_interval
 
     def rotate_if_due(self, now: float) -> bool:
         if not self.due(now):
