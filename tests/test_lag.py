@@ -3,10 +3,15 @@ keeps every observation, and through the puller with a controlled clock."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
+import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
+from swarm.testing import NodeProcess, poll, preload, random_chunks
 from syncer.interval_store import IntervalStore
 from syncer.lag import CursorClock
 from syncer.pull_config import PullerConfig
@@ -81,3 +86,24 @@ async def test_the_puller_reports_seconds_behind_and_the_last_batch() -> None:
         (bin3,) = [b for b in p.statistics().peers[0].bins if b.bin == 3]
         assert bin3.lag == 0 and bin3.behind == 0.0 and bin3.last_batch == 1045.0
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.process
+def test_sync_and_metrics_report_lag_as_time(tmp_path: Path) -> None:
+    preload(tmp_path / "a", random_chunks(300, seed=29))
+    started = time.time()
+    with NodeProcess(tmp_path / "a") as a, NodeProcess(tmp_path / "b", peers=[a.p2p]) as b:
+
+        def synced() -> bool:
+            doc = b.get("/sync").json()
+            return doc["chunks"] == 300 and bool(doc["peers"]) and doc["fully_synced"]
+
+        poll(synced, timeout=60)
+        (peer,) = b.get("/sync").json()["peers"]
+        with_batches = [x for x in peer["bins"] if x["last_batch"] is not None]
+        assert with_batches and all(started <= x["last_batch"] <= time.time() for x in with_batches)
+        assert all(x["behind_seconds"] == 0 for x in peer["bins"])  # caught up: 0 seconds behind
+        metrics = b.get("/metrics").text
+        label = f'bin="{with_batches[0]["bin"]}",peer="{a.overlay}"'
+        assert f"swarm_sync_behind_seconds{{{label}}} 0.0" in metrics
+        assert f"swarm_sync_last_batch_timestamp_seconds{{{label}}}" in metrics
