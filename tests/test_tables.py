@@ -106,7 +106,14 @@ def test_sync_status_shows_lag_as_time() -> None:
     ]  # fmt: skip
     doc = _doc([])
     at = time.mktime((2026, 11, 22, 14, 5, 9, 0, 0, -1))
-    bin3 = {"bin": 3, "cursor": 100, "synced": [[1, 60]], "lag": 40, "behind_seconds": 187.2, "last_batch": at}
+    bin3 = {
+        "bin": 3,
+        "cursor": 100,
+        "synced": [[1, 60]],
+        "lag": 40,
+        "behind_seconds": 187.2,
+        "last_batch": at,
+    }
     doc["peers"] = [
         {"overlay": "ab" * 32, "po": 2, "fully_synced": False, "bins": [bin3], "stats": {}, "last_change": {}}
     ]

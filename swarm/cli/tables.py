@@ -97,7 +97,9 @@ def _bin_rows(peer: dict[str, Any]) -> list[list[object]]:
         synced = ranges_text(b["synced"])
         name, lag = peer["overlay"][:12], b["lag"]
         behind, last = seconds_text(b.get("behind_seconds")), clock(b.get("last_batch"))
-        rows.append([name, peer["po"], b["bin"], b["cursor"], synced, lag, behind, last or "-", lag == 0, proven])
+        rows.append(
+            [name, peer["po"], b["bin"], b["cursor"], synced, lag, behind, last or "-", lag == 0, proven]
+        )
     return rows
 
 
