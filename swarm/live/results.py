@@ -9,6 +9,7 @@ Kept apart from the service so that the readers of these plain values (`swarm.st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from swarm.live.interest import InterestStatistics
 from swarm.live.loss import LossRow
@@ -51,3 +52,4 @@ class LiveStatistics:
     receivers: WindowStatistics
     interest: InterestStatistics  # streams followed and relayed, peers exchanging interest
     pruning: PushPathStatistics  # paused push paths, and the words about them
+    streams: tuple[dict[str, Any], ...] = ()  # per feed or topic: received, new, repeat ... (stream_counts)

@@ -300,4 +300,5 @@ class LiveService:
             receivers=self.receiver.states.statistics(),
             interest=self.interest.statistics(),
             pruning=self.paths.statistics(),
+            streams=tuple(relay.streams.rows()),
         )
