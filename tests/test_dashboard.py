@@ -14,6 +14,8 @@ import os
 import random
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,18 @@ def card(state: dict[str, Any], api: str) -> dict[str, Any]:
     return next(c for c in state["cards"] if c["node"] == api)
 
 
+@contextmanager
+def swarm_of_three(tmp_path: Path) -> Iterator[tuple[NodeProcess, NodeProcess, NodeProcess, Chromium]]:
+    """Node processes A, B and C (B and C peered with A), and a browser."""
+    with (
+        NodeProcess(tmp_path / "a") as a,
+        NodeProcess(tmp_path / "b", peers=[a.p2p]) as b,
+        NodeProcess(tmp_path / "c", peers=[a.p2p]) as c,
+        Chromium(tmp_path / "profile") as browser,
+    ):
+        yield a, b, c, browser
+
+
 no_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="no Chromium installed (apt-get install chromium): page not tested"
 )
@@ -64,12 +78,7 @@ no_chromium = pytest.mark.skipif(
 
 @no_chromium
 def test_the_dashboard_shows_every_node_and_follows_the_sync(tmp_path: Path) -> None:
-    with (
-        NodeProcess(tmp_path / "a") as a,
-        NodeProcess(tmp_path / "b", peers=[a.p2p]) as b,
-        NodeProcess(tmp_path / "c", peers=[a.p2p]) as c,
-        Chromium(tmp_path / "profile") as browser,
-    ):
+    with swarm_of_three(tmp_path) as (a, b, c, browser):
         nodes = [a, b, c]
         ports = ",".join(n.api.rsplit(":", 1)[1] for n in nodes)
         browser.open(f"{a.api}/dashboard?nodes={ports}&interval=300")
@@ -107,12 +116,7 @@ def test_the_dashboard_shows_every_node_and_follows_the_sync(tmp_path: Path) -> 
 
 @no_chromium
 def test_a_hung_node_shows_as_not_answering_while_the_others_update(tmp_path: Path) -> None:
-    with (
-        NodeProcess(tmp_path / "a") as a,
-        NodeProcess(tmp_path / "b", peers=[a.p2p]) as b,
-        NodeProcess(tmp_path / "c", peers=[a.p2p]) as c,
-        Chromium(tmp_path / "profile") as browser,
-    ):
+    with swarm_of_three(tmp_path) as (a, b, c, browser):
         assert c.proc is not None
         ports = ",".join(n.api.rsplit(":", 1)[1] for n in (a, b, c))
         browser.open(f"{a.api}/dashboard?nodes={ports}&interval=300")
