@@ -35,12 +35,14 @@ from streamer.messages import GoodbyeCode
 from swarm.api.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.live.assembly import build_live_service
+from swarm.live.gsoc import Gsoc
 from swarm.net.peer import Peer
 from swarm.net.repair import Repair
 from swarm.net.retrieval import Retrieval
 from swarm.network_assembly import build_network_services
 from swarm.node_info import write_node_info
 from swarm.peer_wiring import PeerWiring
+from swarm.postage.book import BatchBook
 from swarm.proofs.service import MODES as PROVABLE_MODES
 from swarm.proofs.service import NodeProofs
 from swarm.reserve.status import reserve_status
@@ -140,6 +142,7 @@ class Node:
             upload_chunks=partial(self.upload_chunks, verified=True),
             statistics=self.statistics,
         )
+        self.postage = BatchBook(self.store, eth_key.owner)  # local batches, as Bee's dev mode
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
             eth_key,
             self.store,
@@ -148,6 +151,7 @@ class Node:
             config.live,
             evidence=self.equivocations.record,
         )
+        self.gsoc = Gsoc(self.live)  # GSOC payloads as live topic messages
         self.repair = Repair(
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
         )
@@ -307,6 +311,7 @@ class Node:
         """An upload's chunks into the store; a followed feed's updates to the followers too."""
         new = self.intake.store_many(chunks, verified=verified)
         self.live.uploaded(chunks)
+        self.gsoc.uploaded(chunks)
         return new
 
     def statistics(self) -> NodeStatistics:

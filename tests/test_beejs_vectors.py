@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,6 +56,22 @@ def bee_js_modules() -> Path:
             stderr = getattr(exc, "stderr", b"") or b""
             pytest.skip(f"could not install bee-js into {cache}: {stderr.decode(errors='replace')[-300:]}")
     return modules
+
+
+def run_bee_js(script: str, *args: str, timeout: float = 300) -> dict[str, Any]:
+    """Run ``tests/js/SCRIPT`` with the pinned bee-js under Node.js; its JSON output (or skip)."""
+    modules = bee_js_modules()
+    done = subprocess.run(
+        ["node", str(JS_DIR / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={"NODE_PATH": str(modules), "PATH": "/usr/bin:/bin:/usr/local/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
 
 
 @pytest.fixture(scope="module")

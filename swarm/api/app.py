@@ -17,6 +17,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -29,21 +30,28 @@ from swarm.api.bee import soc_and_feed_routes
 from swarm.api.bee_status import status_routes
 from swarm.api.bee_types import BeeBackend
 from swarm.api.byteranges import RangeNotSatisfiable, parse_range
+from swarm.api.bzz import bzz_routes
 from swarm.api.dashboard import dashboard_routes, with_local_cors
 from swarm.api.downloads import TreeResponse, file_response, range_headers
 from swarm.api.input import HttpError, error_response, flag, parse_address, read_body, tag_header
 from swarm.api.live import live_routes
+from swarm.api.messaging import messaging_routes
 from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.api.metrics import metrics_text
 from swarm.api.proofs import ProofSource, proof_routes
 from swarm.api.reserve import reserve_routes
 from swarm.api.spaces import space_routes
+from swarm.api.stamps import postage_routes
 from swarm.api.status import sync_document, topology_document
+from swarm.api.stewardship import stewardship_routes
+from swarm.api.upload_postage import UploadPostage
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
 from swarm.files.chunker import CorruptTree
 from swarm.files.transfer import Upload
+from swarm.live.gsoc import Gsoc
 from swarm.live.service import LiveService
 from swarm.net.retrieval import ChunkUnavailable
+from swarm.postage.book import BatchBook
 from swarm.reserve.uploads import Uploads
 from swarm.spaces.service import SpaceService
 from swarm.statistics import NodeStatistics
@@ -52,6 +60,8 @@ from syncer.evidence import EquivocationLog
 
 class ChunkGetter(Protocol):
     async def get(self, address: bytes) -> Chunk: ...
+
+    async def get_from_network(self, address: bytes) -> Chunk: ...
 
 
 class ChunkLookup(Protocol):
@@ -94,15 +104,23 @@ class Node(Protocol):
     @property
     def live(self) -> LiveService: ...
 
+    @property
+    def postage(self) -> BatchBook: ...
+
+    @property
+    def gsoc(self) -> Gsoc: ...
+
 
 log = logging.getLogger(__name__)
 
 
 def build_app(node: Node) -> ASGIApp:
     """The ASGI app of one node."""
+    postage = UploadPostage(node.postage)
     routes = [
-        *chunk_routes(node.retrieval, node.store, node.upload_chunks),
-        *file_routes(node.uploads, node.retrieval),
+        *chunk_routes(node.retrieval, node.store, node.upload_chunks, postage),
+        *file_routes(node.uploads, node.retrieval, postage),
+        *bzz_routes(node.uploads, node.retrieval.get, postage),  # files and websites: swarm/api/bzz.py
         *report_routes(node.statistics, node.equivocations),
         *reserve_routes(node.uploads),  # uploads' tags and pins
         *proof_routes(node.proofs),  # provable streams: GET /proofs/{address}
@@ -110,13 +128,23 @@ def build_app(node: Node) -> ASGIApp:
         *live_routes(node.live, node.overlay, partial(_make_durable, node)),  # live propagation
         # Bee's: single-owner chunks and feeds, and /health, /readiness, /node, /addresses,
         # /status, /peers (docs/bee-compat.md)
-        *soc_and_feed_routes(node.bee),
+        *soc_and_feed_routes(node.bee, postage=postage),
         *status_routes(node.bee),
+        *postage_routes(node.postage),  # /stamps, /batches: swarm/api/stamps.py
+        *stewardship_routes(
+            node.retrieval.get_from_network,
+            node.retrieval.get,
+            partial(node.upload_chunks, verified=True),
+            postage,
+        ),
+        *messaging_routes(node.live, node.gsoc, postage),  # PSS and GSOC
         *space_routes(node.spaces),  # spaces: swarm/api/spaces.py
     ]
     app = Starlette(
         routes=routes,
         exception_handlers={
+            HTTPException: _starlette_error,  # no such route (404), a wrong method (405)
+            Exception: _server_error,
             HttpError: _http_error,
             InvalidChunk: _invalid_chunk,
             RangeNotSatisfiable: _not_satisfiable,
@@ -135,10 +163,13 @@ async def _make_durable(node: Node, address: bytes, *, wait: bool) -> None:
     await node.upload_chunks([chunk], verified=True, wait=wait)
 
 
-def chunk_routes(retrieval: ChunkGetter, store: ChunkLookup, upload_chunks: ChunkUploader) -> list[Route]:
+def chunk_routes(
+    retrieval: ChunkGetter, store: ChunkLookup, upload_chunks: ChunkUploader, postage: UploadPostage
+) -> list[Route]:
     """POST /chunks (a content chunk, or a full single-owner chunk), GET and HEAD /chunks/{a}."""
 
     async def post_chunk(request: Request) -> Response:
+        batch = postage.batch(request)
         data = await read_body(request, MAX_DATA_SIZE)
         if len(data) < SPAN_SIZE:
             raise HttpError(
@@ -149,6 +180,7 @@ def chunk_routes(retrieval: ChunkGetter, store: ChunkLookup, upload_chunks: Chun
             chunk = Chunk(bmt_address(data[SPAN_SIZE:], span), data)  # its address is its hash
         else:
             chunk = Chunk.from_soc(parse_soc(data))  # a full single-owner chunk, signature checked
+        postage.stamp(batch, [chunk])
         await upload_chunks([chunk], verified=True, wait=not flag(request, "swarm-deferred-upload"))
         return JSONResponse({"reference": chunk.address.hex()}, status_code=201)
 
@@ -175,14 +207,20 @@ def chunk_routes(retrieval: ChunkGetter, store: ChunkLookup, upload_chunks: Chun
     ]
 
 
-def file_routes(uploads: Uploads, retrieval: ChunkGetter) -> list[Route]:
+def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage) -> list[Route]:
     """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}."""
 
     async def post_bytes(request: Request) -> Response:
+        batch = postage.batch(request)
         # -- receipts and pins: the upload is a tag of the pusher (swarm/reserve/uploads.py);
         # its chunks' addresses are computed by the splitter, so they are stored unverified
         session = uploads.begin(tag_header(request))
-        upload = Upload(session.store)
+
+        def stamp_and_store(chunks: list[Chunk]) -> None:
+            postage.stamp(batch, chunks)  # a 402 before an immutable batch's overflow is stored
+            session.store(chunks)
+
+        upload = Upload(stamp_and_store)
         try:
             async for piece in request.stream():
                 upload.feed(piece)
@@ -251,6 +289,19 @@ def report_routes(statistics: Callable[[], NodeStatistics], evidence_log: Equivo
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HttpError)
     return error_response(exc.status, exc.message)
+
+
+async def _starlette_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    what = f"{request.method} {request.url.path}"
+    response = error_response(exc.status_code, f"{exc.detail}: {what}")
+    response.headers.update(exc.headers or {})  # a 405's Allow
+    return response
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    """A fault of ours: still Bee's body (the exception is logged by the server as well)."""
+    return error_response(500, f"internal error: {type(exc).__name__}: {exc}")
 
 
 async def _invalid_chunk(request: Request, exc: Exception) -> Response:

@@ -16,9 +16,9 @@
 - ``GET /health``, ``/readiness``, ``/node``, ``/addresses``, ``/status``, ``/peers`` with every
   field bee-js reads; this project's own fields under ``"swarmpy"``.
 
-This network has no postage: Bee's upload headers (``Swarm-Postage-Batch-Id``, ``Swarm-Postage-Stamp``,
-``Swarm-Tag``, ``Swarm-Pin``, ``Swarm-Deferred-Upload``, ``Swarm-Encrypt``, ``Swarm-Redundancy-Level``,
-``Swarm-Act``...) are accepted and ignored, never an error. Errors are Bee's
+Uploads are charged to the postage batch they name (``Swarm-Postage-Batch-Id``, see
+`swarm.api.upload_postage`); Bee's other upload headers (``Swarm-Encrypt``,
+``Swarm-Redundancy-Level``, ``Swarm-Act``...) are accepted and ignored, never an error. Errors are Bee's
 ``{"code": status, "message": "..."}``. ``Swarm-Only-Root-Chunk`` is read as a header and as a
 query parameter (bee-js sends it as the latter).
 """
@@ -40,6 +40,7 @@ from swarm.api.bee_status import BEE_API_VERSION, BEE_VERSION, status_routes
 from swarm.api.bee_types import BeeBackend
 from swarm.api.downloads import TreeResponse, file_response
 from swarm.api.input import HttpError, error_response, parse_hex, parse_uint, read_body
+from swarm.api.upload_postage import UploadPostage
 from swarm.feeds.finder import find_at, find_latest, get_update, resolve_root
 from swarm.feeds.lookup import DEFAULT_MAX_PROBES
 from swarm.files.chunker import CorruptTree
@@ -97,26 +98,34 @@ def bee_routes(
     version: str = BEE_VERSION,
     max_probes: int = DEFAULT_MAX_PROBES,
     probe_timeout: float = FEED_PROBE_TIMEOUT,
+    postage: UploadPostage | None = None,
 ) -> list[Route]:
     """The Bee-shaped routes over ``backend``, to mount into the node's app.
 
-    Chunks, SOCs and feeds here; the node-status routes in `swarm.api.bee_status`.
+    Chunks, SOCs and feeds here; the node-status routes in `swarm.api.bee_status`. Uploads are
+    charged to the batch they name through ``postage`` (none: no postage, every batch accepted).
     """
-    api = _ChunkRoutes(backend, max_probes=max_probes, probe_timeout=probe_timeout)
+    postage = postage or UploadPostage(None)
+    api = _ChunkRoutes(backend, max_probes=max_probes, probe_timeout=probe_timeout, postage=postage)
     return [
         Route("/chunks", _handled(api.post_chunk), methods=["POST"]),
         Route("/chunks/{address}", _handled(api.get_chunk), methods=["GET", "HEAD"]),
-        *soc_and_feed_routes(backend, max_probes=max_probes, probe_timeout=probe_timeout),
+        *soc_and_feed_routes(backend, max_probes=max_probes, probe_timeout=probe_timeout, postage=postage),
         *status_routes(backend, api_version=api_version, version=version),
     ]
 
 
 def soc_and_feed_routes(
-    backend: BeeBackend, *, max_probes: int = DEFAULT_MAX_PROBES, probe_timeout: float = FEED_PROBE_TIMEOUT
+    backend: BeeBackend,
+    *,
+    max_probes: int = DEFAULT_MAX_PROBES,
+    probe_timeout: float = FEED_PROBE_TIMEOUT,
+    postage: UploadPostage | None = None,
 ) -> list[Route]:
     """The single-owner chunk and feed routes alone (the node serves its own /chunks routes,
     which answer Range requests, beside them)."""
-    api = _ChunkRoutes(backend, max_probes=max_probes, probe_timeout=probe_timeout)
+    postage = postage or UploadPostage(None)
+    api = _ChunkRoutes(backend, max_probes=max_probes, probe_timeout=probe_timeout, postage=postage)
     return [
         Route("/soc/{owner}/{id}", _handled(api.post_soc), methods=["POST"]),
         Route("/soc/{owner}/{id}", _handled(api.get_soc), methods=["GET"]),
@@ -127,8 +136,11 @@ def soc_and_feed_routes(
 class _ChunkRoutes:
     """The handlers of the chunk, SOC and feed routes over one backend."""
 
-    def __init__(self, backend: BeeBackend, *, max_probes: int, probe_timeout: float) -> None:
+    def __init__(
+        self, backend: BeeBackend, *, max_probes: int, probe_timeout: float, postage: UploadPostage
+    ) -> None:
         self.backend = backend
+        self.postage = postage
         self.max_probes = max_probes
         self.probe_timeout = probe_timeout
 
@@ -163,6 +175,7 @@ class _ChunkRoutes:
         return response
 
     async def post_chunk(self, request: Request) -> Response:
+        batch = self.postage.batch(request)
         data = await read_body(request, MAX_DATA_SIZE, "payload")
         if len(data) < SPAN_SIZE:
             raise HttpError(
@@ -175,6 +188,7 @@ class _ChunkRoutes:
                 chunk = Chunk.from_soc(parse_soc(data))
             except InvalidSoc as exc:
                 raise HttpError(400, str(exc)) from None
+        self.postage.stamp(batch, [chunk])
         await self.backend.put_chunks([chunk], deferred=_flag(request, "swarm-deferred-upload"))
         return _created(chunk.address)
 
@@ -193,6 +207,7 @@ class _ChunkRoutes:
     async def post_soc(self, request: Request) -> Response:
         owner, id = self.soc_path(request)
         signature = parse_hex(request.query_params.get("sig", ""), SIGNATURE_SIZE, "sig")
+        batch = self.postage.batch(request)
         data = await read_body(request, MAX_CAC_DATA_SIZE, "payload")
         if len(data) < SPAN_SIZE:
             raise HttpError(400, f"short chunk data: {len(data)} bytes, it starts with an 8-byte span")
@@ -201,7 +216,9 @@ class _ChunkRoutes:
         except InvalidSoc as exc:
             raise HttpError(401, str(exc)) from None
         deferred = _flag(request, "swarm-deferred-upload")
-        await self.backend.put_chunks([Chunk.from_soc(soc)], deferred=deferred)
+        chunk = Chunk.from_soc(soc)
+        self.postage.stamp(batch, [chunk])
+        await self.backend.put_chunks([chunk], deferred=deferred)
         return _created(soc.address)
 
     async def get_soc(self, request: Request) -> _Answer:

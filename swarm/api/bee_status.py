@@ -60,8 +60,12 @@ def status_routes(
         listed = [{"address": p.overlay.hex(), "fullNode": p.full_node} for p in backend.peers()]
         return JSONResponse({"peers": listed})
 
+    async def blocklist(request: Request) -> Response:
+        return JSONResponse({"peers": []})  # this node blocks no peer by hand
+
     return [
         Route("/", root, methods=["GET"]),
+        Route("/blocklist", blocklist, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/readiness", readiness, methods=["GET"]),
         Route("/node", node, methods=["GET"]),

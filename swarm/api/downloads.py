@@ -95,11 +95,9 @@ class TreeResponse:
         self.fetch = fetch
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = [(name.encode(), value.encode()) for name, value in self.headers.items()]
-        headers += [
-            (b"content-type", b"application/octet-stream"),
-            (b"content-length", str(self.end - self.start).encode()),
-        ]
+        fields = {"content-type": "application/octet-stream", **self.headers}
+        fields["content-length"] = str(self.end - self.start)
+        headers = [(name.encode(), value.encode()) for name, value in fields.items()]
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         sent = 0
 

@@ -19,6 +19,9 @@ from syncer.stats import COUNTERS
 
 __all__ = ["TRAFFIC", "loss_totals", "sync_document", "topology_document"]
 
+BEE_BINS = 32
+"""Bins ``bin_0`` .. ``bin_31`` are always in ``/topology`` (bee-js's getTopology reads each)."""
+
 
 def sync_document(stats: NodeStatistics) -> dict[str, Any]:
     """The `GET /sync` document."""
@@ -142,7 +145,8 @@ def topology_document(stats: NodeStatistics) -> dict[str, Any]:
     """The `GET /topology` document, shaped like the reference node's."""
     outbound = {conn.overlay: conn.outbound for conn in stats.connections}
     table = stats.table
-    bins = {}
+    empty = {"population": 0, "connected": 0, "disconnectedPeers": [], "connectedPeers": []}
+    bins: dict[str, dict[str, Any]] = {f"bin_{po}": dict(empty) for po in range(BEE_BINS)}  # bee-js reads all
     for b in table.bins:
         connected = set(b.connected_peers)
         bins[f"bin_{b.po}"] = {
@@ -162,6 +166,9 @@ def topology_document(stats: NodeStatistics) -> dict[str, Any]:
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "nnLowWatermark": table.neighbourhood_size,
         "depth": stats.depth,
+        # Bee's words: the node listens on a port it was given, and peers are reachable or not
+        "reachability": "Public",
+        "networkAvailability": "Available" if table.connected else "Unavailable",
         "saturation": stats.saturation,
         "strategy": stats.strategy,
         "bins": bins,

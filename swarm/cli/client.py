@@ -7,7 +7,8 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -139,23 +140,24 @@ def cmd_topology(args: argparse.Namespace) -> int:
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
-    source, size = open_upload(args.file)
+    """A file to `/bytes`; with --name, a file under a manifest; a directory as a collection (`/bzz`)."""
+    from swarm.cli.bzz import upload_request
+
+    endpoint, pieces, size, extra = upload_request(args)
     url = target_api(args)
     progress = Progress(size, enabled=sys.stderr.isatty() and not args.quiet)
-
     receipts = ReceiptWatch(url, enabled=progress.enabled)  # issue 17: the upload's receipts
 
     def body() -> Iterator[bytes]:
-        with source:
-            while piece := source.read(256 * 1024):
-                progress.advance(len(piece))
-                yield piece
+        for piece in pieces:
+            progress.advance(len(piece))
+            yield piece
         progress.done()
         receipts.follow()  # the bytes are out: the node now waits for the chunks' receipts
 
     try:
-        headers = upload_headers(args, receipts.tag)
-        response = httpx.post(f"{url}/bytes", content=body(), headers=headers, timeout=None)
+        headers = {**upload_headers(args, receipts.tag), **extra}
+        response = httpx.post(f"{url}{endpoint}", content=body(), headers=headers, timeout=None)
     except httpx.HTTPError as exc:
         raise CliError(f"upload to {url} failed: {exc}") from None
     finally:
@@ -168,29 +170,19 @@ def cmd_upload(args: argparse.Namespace) -> int:
     return 0
 
 
-def open_upload(name: str) -> tuple[IO[bytes], int | None]:
-    """The file to upload and its size; `-` is standard input (size unknown)."""
-    if name == "-":
-        return sys.stdin.buffer, None
-    path = Path(name)
-    try:
-        size = path.stat().st_size
-        return path.open("rb"), size
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
 def cmd_download(args: argparse.Namespace) -> int:
-    reference = args.reference.removeprefix("0x")
+    reference, slash, path = args.reference.removeprefix("0x").partition("/")
     if len(reference) != 64 or any(c not in "0123456789abcdefABCDEF" for c in reference):
-        raise CliError(f"a reference is 64 hex characters, got {args.reference!r}")
+        raise CliError(f"a reference is 64 hex characters (then /PATH in a manifest), got {args.reference!r}")
+    # REF/PATH: the file at PATH of the manifest REF (REF/: its index document), as a browser gets it
+    resource = f"/bzz/{reference}/{quote(path)}" if slash else f"/bytes/{reference}"
     out_path = Path(args.output) if args.output not in (None, "-") else None
     if out_path is not None and not out_path.parent.is_dir():
         raise CliError(f"cannot write {out_path}: the directory {out_path.parent} does not exist")
     url = target_api(args)
     tmp = out_path.with_name(out_path.name + ".part") if out_path else None
     try:
-        received, size = _download(f"{url}/bytes/{reference}", tmp, quiet=args.quiet)
+        received, size = _download(f"{url}{resource}", tmp, quiet=args.quiet)
     except httpx.HTTPError as exc:
         raise CliError(f"download from {url} failed: {exc}") from None
     finally:
@@ -206,7 +198,7 @@ def cmd_download(args: argparse.Namespace) -> int:
 def _download(url: str, tmp: Path | None, *, quiet: bool) -> tuple[int, int | None]:
     """Stream `url` into `tmp` (renamed to its final name when complete) or standard output;
     returns (bytes received, bytes announced)."""
-    with httpx.stream("GET", url, timeout=None) as response:
+    with httpx.stream("GET", url, timeout=None, follow_redirects=True) as response:
         if response.status_code != 200:
             response.read()
             raise CliError(f"download failed with {response.status_code}: {response_message(response)}")

@@ -244,6 +244,12 @@ def _print_history(rows: list[dict[str, Any]]) -> None:
 # -- parser --------------------------------------------------------------------------------------
 
 
+def _feed_manifest(args: argparse.Namespace) -> int:
+    from swarm.cli.bzz import cmd_feed_manifest
+
+    return cmd_feed_manifest(args)
+
+
 def add_feed_parser(sub: Any) -> None:
     feed = sub.add_parser(
         "feed",
@@ -286,6 +292,18 @@ def add_feed_parser(sub: Any) -> None:
     history.add_argument("--json", action="store_true")
     add_target_options(history)
     history.set_defaults(func=cmd_history)
+
+    manifest = commands.add_parser(
+        "manifest",
+        help="make a feed manifest: a reference whose /bzz/REF/ serves the feed's latest update",
+        description="Store a manifest naming the feed (OWNER, TOPIC), as Bee's POST /feeds and bee-js's "
+        "createFeedManifest do, and print its reference. /bzz/REFERENCE/ then serves the content of "
+        "the feed's latest update (a website: point the updates at `swarm upload DIR` references).",
+    )
+    manifest.add_argument("owner", type=_owner)
+    manifest.add_argument("topic", type=_topic, help="text, or 64 hex characters")
+    add_target_options(manifest)
+    manifest.set_defaults(func=_feed_manifest)
 
     from swarm.cli.live_args import add_feed_live_commands  # follow, publish (live propagation)
 

@@ -102,22 +102,38 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "upload",
-        help="upload a file; prints its reference",
-        description="Cut FILE into a chunk tree at a node and print the reference to download it by.",
+        help="upload a file or a directory; prints its reference",
+        description="Cut FILE into a chunk tree at a node and print the reference to download it by "
+        "(swarm download REFERENCE). With --name, the file goes under a manifest as Bee's POST /bzz "
+        "stores it (open it at /bzz/REFERENCE/, swarm download REFERENCE/NAME). A DIRECTORY is "
+        "uploaded as a collection (a website): every file under its relative path, served at "
+        "/bzz/REFERENCE/PATH; with --index-document index.html, /bzz/REFERENCE/ opens the site.",
     )
-    p.add_argument("file", metavar="FILE", help="the file to upload; - reads standard input")
+    p.add_argument("file", metavar="FILE|DIRECTORY", help="what to upload; - reads standard input")
     add_target_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_upload_options(p)
+    p.add_argument("--name", help="a file: store it under a manifest with this name (Bee's /bzz upload)")
+    p.add_argument(
+        "--content-type", help="with --name: the file's content type (default: guessed by the node)"
+    )
+    p.add_argument(
+        "--index-document",
+        metavar="FILE",
+        help="a directory: the file a directory's path serves (index.html)",
+    )
+    p.add_argument("--error-document", metavar="PATH", help="a directory: the file served for a missing path")
     p.set_defaults(func=_client_command("cmd_upload"))
 
     p = sub.add_parser(
         "download",
-        help="download a file by its reference",
+        help="download a file by its reference, or a file of a manifest by REFERENCE/PATH",
         description="Fetch the file REFERENCE from a node (which retrieves what it lacks from the swarm), "
-        "verifying every chunk.",
+        "verifying every chunk. REFERENCE/PATH fetches the file at PATH of the manifest REFERENCE (a "
+        "directory or a named file: swarm upload DIR, swarm upload FILE --name); REFERENCE/ its index "
+        "document.",
     )
-    p.add_argument("reference", metavar="REFERENCE")
+    p.add_argument("reference", metavar="REFERENCE[/PATH]")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE; - or none: standard output")
     add_target_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -164,7 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_target_options(p)
     p.set_defaults(func=_client_command("cmd_dashboard"))
 
+    from swarm.cli.bzz import add_manifest_parser
     from swarm.cli.feed import add_feed_parser
+
+    add_manifest_parser(sub)
     from swarm.cli.reserve import register as add_pin_parser
     from swarm.cli.sim import add_sim_parser
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import trio
 
 from chunks import CHUNK_SIZE, Chunk
-from swarm.files.chunker import Splitter, children_in_range
+from swarm.files.chunker import Splitter, child_refs, children_in_range
 from swarm.files.joiner import check_chunk, join
 
 Fetch = Callable[[bytes], Awaitable[Chunk]]
@@ -138,6 +138,21 @@ async def fetch_intermediates(
 
 
 _BATCH = 512
+
+
+async def fetch_tree(reference: bytes, fetch: Fetch, *, concurrency: int = 16) -> list[Chunk]:
+    """Every chunk of the file at `reference`, data chunks included, fetched level by level
+    `concurrency` at a time and each checked against its parent; raises as `fetch_intermediates`."""
+    root = await fetch(reference)
+    tree, level = [root], [(reference, root)]
+    while level:
+        children = [child for _, chunk in level for child in child_refs(chunk)]
+        fetched = await _fetch_all(fetch, [address for address, _ in children], concurrency)
+        for (address, span), chunk in zip(children, fetched, strict=True):
+            check_chunk(chunk, address, span)
+        tree += fetched
+        level = [(address, chunk) for (address, _), chunk in zip(children, fetched, strict=True)]
+    return tree
 
 
 def _intermediates_below(chunk: Chunk, offset: int, start: int, end: int) -> list[tuple[bytes, int, int]]:

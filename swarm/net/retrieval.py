@@ -139,6 +139,10 @@ class Retrieval:
         self.fetched += 1
         return chunk
 
+    async def get_from_network(self, address: bytes) -> Chunk:
+        """The chunk at `address` as peers answer, whether or not this node holds it."""
+        return await self.forward(address, hop_limit=self.hop_limit, origin=None)
+
     def _local(self, address: bytes) -> Chunk | None:
         """What this node can answer without asking anyone: its store, then its cache."""
         try:

@@ -185,6 +185,14 @@ class Pusher:
     def tag(self, uid: int) -> Tag | None:
         return self._tags.get(uid)
 
+    def tags(self) -> list[Tag]:
+        """The tags kept, oldest first."""
+        return sorted(self._tags.values(), key=lambda tag: tag.uid)
+
+    def forget_tag(self, uid: int) -> bool:
+        """Delete a tag (its chunks are still pushed until durable); False if there is none."""
+        return self._tags.pop(uid, None) is not None
+
     def add(self, tag: Tag, addresses: list[bytes]) -> None:
         """Chunks of ``tag``'s upload were just stored: count this node's own receipt for those of
         its neighbourhood, and queue every chunk not yet durable (recorded first, so a restart

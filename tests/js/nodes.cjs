@@ -4,14 +4,13 @@
 //
 // What a bee-js user does first and most: check the node, upload bytes, a chunk and a
 // single-owner chunk at one node and download them at the other, then write feed updates with
-// makeFeedWriter at one node and read the latest with makeFeedReader at the other after each. The postage batch bee-js insists on is a dummy: this network has
-// no postage, and the node accepts and ignores it.
+// makeFeedWriter at one node and read the latest with makeFeedReader at the other after each, under
+// a postage batch made at the writer as a bee-js user makes one.
 'use strict'
 
 const fs = require('fs')
 const { Bee, PrivateKey, Topic } = require('@ethersphere/bee-js')
 
-const BATCH = '00'.repeat(32)
 
 // Every read at the reader comes right after the write at the writer returned, with no waiting
 // and no retry: a 201 means the data is held by two nodes, and retrieval finds it (issue 25).
@@ -21,6 +20,7 @@ async function main() {
   const writer = new Bee(writerUrl)
   const reader = new Bee(readerUrl)
   const out = {}
+  const BATCH = await writer.createPostageBatch('500000000', 20)
 
   out.connected = await writer.isConnected()
   out.health = await writer.getHealth()
