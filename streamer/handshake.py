@@ -122,7 +122,7 @@ async def _fail(stream: trio.abc.Stream, exc: BaseException, timeout: float) -> 
     if isinstance(exc, EOFError):
         reason = "peer closed the connection during the handshake"
         raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from None
-    reason = f"connection lost during handshake: {exc}"
+    reason = f"connection lost during handshake: {exc or type(exc).__name__}"
     raise HandshakeFailed(reason, GoodbyeCode.NORMAL, "remote") from exc
 
 

@@ -87,6 +87,7 @@ class PeerWiring:
             stats=self.puller.stats_of(overlay),
             fetch=partial(requests.retrieve, conn, hop_limit=0, timeout=timeout),
             completed=partial(self.puller.record, overlay),
+            observed=partial(self.puller.observe, overlay),
             config=self.config.puller,
             verifying=self.proofs.verifying(overlay, remote.public_key, remote.epoch),
         )

@@ -30,6 +30,7 @@ import trio
 from kademlia import sync_bins
 from syncer.interval_store import IntervalStore
 from syncer.intervals import Intervals
+from syncer.lag import CursorClock
 from syncer.pull_config import PullerConfig
 from syncer.session_events import CursorsReceived
 from syncer.stats import PeerStats, StatsSnapshot
@@ -65,6 +66,8 @@ class BinStatus:
     cursor: int
     synced: tuple[tuple[int, int], ...]
     lag: int  # bin IDs up to the cursor not synced yet
+    behind: float = 0.0  # seconds since the oldest unsynced ID became known (syncer/lag.py)
+    last_batch: float | None = None  # wall-clock time the last batch of the bin was synced
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,21 @@ class _Peer:
     intervals: dict[int, Intervals] = field(default_factory=dict)
     bins: dict[int, trio.CancelScope] = field(default_factory=dict)
     started: bool = False
+    clocks: dict[int, CursorClock] = field(default_factory=dict)
+
+    def clock_of(self, bin: int) -> CursorClock:
+        clock = self.clocks.get(bin)
+        if clock is None:
+            clock = self.clocks[bin] = CursorClock()
+        return clock
+
+    def first_missing(self, bin: int) -> int | None:
+        """The lowest ID up to the cursor not synced, None when the bin is caught up."""
+        cursor = self.client.cursor(bin)
+        if cursor == 0:
+            return None
+        start, _, empty = self.intervals_of(bin).next(cursor)
+        return None if empty else start
 
     def intervals_of(self, bin: int) -> Intervals:
         intervals = self.intervals.get(bin)
@@ -145,6 +163,7 @@ class Puller:
         peer = self._peers[overlay] = _Peer(client, po)
         try:
             reply = await client.cursors()
+            self._observe_all(peer, reply)
             peer.epoch = reply.epoch
             if self.intervals.check_epoch(overlay, reply.epoch):
                 self.stats_of(overlay).add("resets", 1, self.clock())
@@ -154,10 +173,23 @@ class Puller:
             self._set_bins(peer, self.bins_for(po))
             while True:
                 await trio.sleep(self.config.cursor_refresh)
-                await client.cursors()
+                self._observe_all(peer, await client.cursors())
         finally:
             if self._peers.get(overlay) is peer:
                 del self._peers[overlay]
+
+    def _observe_all(self, peer: _Peer, reply: CursorsReceived) -> None:
+        now = self.clock()
+        for bin, cursor in enumerate(reply.cursors):
+            if cursor:
+                peer.clock_of(bin).observe(cursor, now)
+
+    def observe(self, peer: bytes, bin: int, cursor: int) -> None:
+        """The upstream `peer` was seen (in an offer or a cursors reply) to hold `bin` up to
+        `cursor`: the time its new IDs became known, for the lag in seconds."""
+        state = self._peers.get(peer)
+        if state is not None:
+            state.clock_of(bin).observe(cursor, self.clock())
 
     def bins_for(self, po: int) -> list[int]:
         """The bins to pull from a peer at ``po``: the rule's, at or above the radius."""
@@ -201,6 +233,11 @@ class Puller:
         intervals = state.intervals_of(bin) if state is not None else self.intervals.get(peer, bin)
         intervals.add(start, end)
         self.intervals.put(peer, bin, intervals)
+        if state is not None:
+            now = self.clock()
+            clock = state.clock_of(bin)
+            clock.observe(state.client.cursor(bin), now)
+            clock.batch(now)
 
     # -- bins -------------------------------------------------------------------------------
 
@@ -235,18 +272,19 @@ class Puller:
             return False
         return all(peer.lag(bin) == 0 for bin in peer.bins)
 
+    def _bin_status(self, peer: _Peer, bin: int, now: float) -> BinStatus:
+        cursor = peer.client.cursor(bin)
+        clock = peer.clock_of(bin)
+        clock.observe(cursor, now)  # a growth no offer or reply reported yet counts from now
+        synced = tuple(peer.intervals[bin].ranges) if bin in peer.intervals else ()
+        behind = clock.behind(peer.first_missing(bin), now)
+        return BinStatus(bin, cursor, synced, peer.lag(bin), behind, clock.last_batch)
+
     def statistics(self) -> PullerStatistics:
         peers = []
+        now = self.clock()
         for overlay, peer in sorted(self._peers.items()):
-            bins = tuple(
-                BinStatus(
-                    bin,
-                    peer.client.cursor(bin),
-                    tuple(peer.intervals[bin].ranges) if bin in peer.intervals else (),
-                    peer.lag(bin),
-                )
-                for bin in sorted(peer.bins)
-            )
+            bins = tuple(self._bin_status(peer, bin, now) for bin in sorted(peer.bins))
             peers.append(PeerSyncStatus(overlay, peer.po, peer.epoch, self._fully_synced(peer), bins))
         return PullerStatistics(
             depth=self.depth,

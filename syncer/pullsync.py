@@ -6,7 +6,9 @@ class does the I/O around it and keeps the seam small, as bee's pullsync does:
 - `cursors()` asks the upstream for its store epoch and cursors;
 - `sync(bin, live, start, end)` pulls one stream: historical `[start, end]` (returns when every
   batch of it is complete) or live from `start` on (runs until cancelled). Each completed batch
-  is reported through the `completed` callback as it completes, in whatever order that happens.
+  is reported through the `completed` callback as it completes, in whatever order that happens;
+  every offer reports the cursor it showed through `observed` (when the upstream's IDs became
+  known: the lag in seconds, syncer/lag.py).
 
 Offers are answered with what `Transfers` says to want (one transfer per chunk, node-wide); at
 most `max_incomplete` batches per stream wait for their chunks, which bounds memory whatever the
@@ -77,6 +79,8 @@ log = logging.getLogger(__name__)
 Fetch = Callable[[bytes], Awaitable[bytes]]
 #: Reports a completed batch: (bin, start, end) of the upstream's pull index is synced.
 Completed = Callable[[int, int, int], None]
+#: (bin, cursor): an offer showed the upstream's cursor of `bin` (for the lag in seconds)
+Observed = Callable[[int, int], None]
 
 
 StateEvent = StateAccepted | StateSuperseded
@@ -111,8 +115,10 @@ class PullSyncClient:
         config: PullerConfig | None = None,
         clock: Callable[[], float] = time.time,
         verifying: Verifying | None = None,
+        observed: Observed | None = None,
     ) -> None:
         self.conn = conn
+        self._observed = observed
         self.overlay = conn.overlay
         self.epoch = handshake_epoch
         self.verifying = verifying
@@ -283,6 +289,8 @@ class PullSyncClient:
         if isinstance(event, ChunkArrived):
             await self.deliveries.put(Chunk(event.address, event.delivery.data))
         elif isinstance(event, OfferReceived):
+            if self._observed is not None:
+                self._observed(event.offer.bin, self.session.cursor(event.offer.bin))
             if self.takeover is not None:
                 self.takeover.offer_verified(event)
             # cannot block: the session allows at most OFFER_WINDOW unanswered offers

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,7 +92,9 @@ def test_a_feed_updated_at_one_node_is_read_everywhere_and_lands_in_its_neighbou
             api = nodes[0].api
             key = str(key_file)
             line = swarm_cli("feed", "update", "--key", key, "pages", str(path), "--api", api)
-            assert line.startswith(f"update {i} ")
+            feed = f"{owner[2:].lower()}/{topic_from_text('pages').hex()}"
+            address = update_address(bytes.fromhex(owner[2:]), topic_from_text("pages"), i).hex()
+            assert re.fullmatch(rf"update {i} of feed {feed}: {address} \(points to [0-9a-f]{{64}}\)\n", line)
         for node in nodes[1:]:
             got = swarm_cli("feed", "get", owner, "pages", "--api", node.api)
             assert got.encode() == contents[-1]
@@ -99,6 +102,10 @@ def test_a_feed_updated_at_one_node_is_read_everywhere_and_lands_in_its_neighbou
         assert [row["index"] for row in history] == [0, 1, 2] and all("reference" in row for row in history)
         owner_bytes, topic = bytes.fromhex(owner[2:]), topic_from_text("pages")
         updates = [update_address(owner_bytes, topic, i) for i in range(3)]
+        # `feed publish` (live) prints the same format as `feed update`
+        line = swarm_cli("feed", "publish", "pages", "live words", "--key", key, "--api", nodes[0].api)
+        address = update_address(owner_bytes, topic, 3).hex()
+        assert re.fullmatch(rf"update 3 of feed {feed}: {address} \(pushed to \d+ peers\)\n", line), line
 
         def in_neighbourhoods() -> bool:
             for node in nodes:

@@ -87,6 +87,11 @@ async def test_follow_publish_resume_and_errors(tmp_path: Path) -> None:
                 loss = (await client.get("/loss")).json()
                 assert loss["traffic"]["published"] == 3 and loss["totals"]["equivocations"] == 1
                 assert loss["rows"][0]["peer"] == "local" and loss["rows"][0]["invalid"] == 1
+                # per stream (the dashboard's live table): the feed's three updates and the conflict
+                (feed,) = [row for row in loss["streams"] if row["new"]]
+                assert feed["stream"].startswith("feed ") and feed["new"] == 3 and feed["equivocations"] == 1
+                assert feed["received"] == sum(feed[k] for k in ("new", "repeat", "not_subscribed", "invalid",
+                                                                 "equivocations"))  # fmt: skip
                 metrics = (await client.get("/metrics")).text
                 assert 'swarm_live_loss_total{counter="equivocations",peer="local"} 1.0' in metrics
                 assert 'swarm_live_messages_total{outcome="published"} 3.0' in metrics

@@ -33,6 +33,7 @@ class FakeClient:
     syncs: list[tuple[int, bool, int, int]] = field(default_factory=list)
     running: set[tuple[int, bool]] = field(default_factory=set)
     open: int = 0
+    record_historical: bool = True  # False: historical syncs never complete (the test records)
 
     async def cursors(self) -> CursorsReceived:
         return CursorsReceived(self.epoch, self.cursors_)
@@ -50,7 +51,7 @@ class FakeClient:
         self.syncs.append((bin, live, start, end))
         self.running.add((bin, live))
         try:
-            if live:
+            if live or not self.record_historical:
                 await trio.sleep_forever()
             self.puller.record(self.overlay, bin, start, end)  # the whole range completed
         finally:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from swarm.cli.common import CliError
-from swarm.cli.sim import Progress, add_sim_parser
+from swarm.cli.sim import add_sim_parser
+from swarm.cli.sim_view import Progress
 from swarm.sim.sparkstart import SparkUnavailable, find_java
 
 
@@ -152,6 +153,17 @@ def test_progress_on_a_pipe_prints_lines() -> None:
         "sim: 2/4 networks",
         "sim: 4/4 networks",
     ]
+    assert "left" in lines[1] and "left" not in lines[0] + lines[2]  # an estimate while under way
+
+
+def test_progress_estimates_the_time_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr("swarm.cli.sim_view.time.monotonic", lambda: clock[0])
+    stream = io.StringIO()
+    progress = Progress(stream, every=0.0)
+    clock[0] = 130.0
+    progress(3, 12)  # 3 networks in 30 s: 9 more take about 90 s
+    assert stream.getvalue() == "sim: 3/12 networks, 30 s, about 1 m 30 s left\n"
 
 
 def test_without_the_sim_extra_swarm_sim_says_what_to_install(tmp_path: Path) -> None:

@@ -121,7 +121,7 @@ def test_markdown_table_shape() -> None:
     assert len(lines) == 2 + 3
     assert all(line.startswith("| ") or line.startswith("|-") for line in lines)
     assert all(line.count("|") == len(METRICS) + 4 for line in lines)
-    assert "| 64 | gap | 2 | 2.50 ± " in text
+    assert "| 64 | gap | 2 | 2.50 [0.00, " in text  # a PO is never below 0: the interval is clipped
     assert "± n/a" in lines[2]  # the single-run row
 
 
@@ -151,3 +151,21 @@ def test_series_are_shifted_apart_and_centred() -> None:
         assert factors == sorted(factors) and len(set(factors)) == count  # distinct x for every series
         assert factors[0] * factors[-1] == pytest.approx(1.0)  # symmetric around N
         assert all(0.85 < f < 1.15 for f in factors)  # close enough to read N off the axis
+
+
+def test_intervals_are_clipped_to_what_a_quantity_can_be() -> None:
+    from swarm.sim.report import SummaryRow, cell, interval
+
+    by_name = {m.name: m for m in METRICS}
+    gini, failed, hops = by_name["gini_mean"], by_name["failed_mean"], by_name["hops_mean"]
+    means, halves = dict.fromkeys(by_name, 0.0), dict.fromkeys(by_name, 0.0)
+    means.update(gini_mean=0.05, failed_mean=0.975, hops_mean=0.5)
+    halves.update(gini_mean=0.635, failed_mean=0.3, hops_mean=0.9)  # two runs give wide intervals
+    row = SummaryRow("gap", 64, 2, means, halves)
+    assert interval(row, gini) == (0.0, pytest.approx(0.685))  # a Gini is never below 0
+    assert interval(row, failed) == (pytest.approx(0.675), 1.0)  # a share never above 1
+    assert interval(row, hops) == (0.0, pytest.approx(1.4))  # a count never below 0
+    assert cell(row, gini) == "0.050 [0.000, 0.685]" and cell(row, failed) == "0.975 [0.675, 1.000]"
+    halves.update(gini_mean=0.01)
+    assert cell(SummaryRow("gap", 64, 2, means, halves), gini) == "0.050 ± 0.010"  # inside: as it is
+    assert all(m.upper == 1.0 for m in METRICS if "gini" in m.name or "failed" in m.name)

@@ -96,3 +96,30 @@ def test_sync_status_shows_the_reserve() -> None:
     text = sync_status_text(doc)
     assert "reserve 1200/1200 chunks (925 within radius 2)  evicted 2430  pinned 7" in text
     assert "waiting for receipts 3  receipts 2705 (+925 own)" in text
+
+
+def test_sync_status_shows_lag_as_time() -> None:
+    from swarm.cli.tables import seconds_text
+
+    assert [seconds_text(s) for s in (None, 0, 4.25, 42.9, 187, 7500)] == [
+        "", "0 s", "4.2 s", "42 s", "3 m 07 s", "2 h 05 m",
+    ]  # fmt: skip
+    doc = _doc([])
+    at = time.mktime((2026, 11, 22, 14, 5, 9, 0, 0, -1))
+    bin3 = {
+        "bin": 3,
+        "cursor": 100,
+        "synced": [[1, 60]],
+        "lag": 40,
+        "behind_seconds": 187.2,
+        "last_batch": at,
+    }
+    doc["peers"] = [
+        {"overlay": "ab" * 32, "po": 2, "fully_synced": False, "bins": [bin3], "stats": {}, "last_change": {}}
+    ]
+    doc["peers"][0]["stats"] = dict.fromkeys(["offered", "wanted", "delivered", "repeat", "unsolicited",
+                                              "invalid", "missing", "resets"], 0)  # fmt: skip
+    lines = sync_status_text(doc).split("\n\n")[1].splitlines()
+    header = [c.strip() for c in lines[0].split("|")]
+    cells = dict(zip(header, [c.strip() for c in lines[2].split("|")], strict=True))
+    assert cells["lag"] == "40" and cells["behind"] == "3 m 07 s" and cells["last batch"] == "14:05:09"

@@ -61,6 +61,7 @@ class NodeCollector(Collector):
             family.add_metric(["in"], totals[f"{kind}_bytes_in"])
             family.add_metric(["out"], totals[f"{kind}_bytes_out"])
             yield family
+        yield from _lag_families(stats)
         yield from _retrieval_families(stats)
         yield from reserve_families(stats.reserve)
         yield from _safety_families(stats)
@@ -115,6 +116,28 @@ def _safety_families(stats: NodeStatistics) -> Iterator[Metric]:
     for outcome, value in asdict(stats.gossip).items():
         records.add_metric([outcome], value)
     yield records
+
+
+def _lag_families(stats: NodeStatistics) -> Iterator[Metric]:
+    """Lag as time, per peer and bin pulled (docs/architecture.md, "Lag as time")."""
+    behind = GaugeMetricFamily(
+        "swarm_sync_behind_seconds",
+        "age of the oldest ID a peer holds in a bin and this node has not synced (0: caught up)",
+        labels=["peer", "bin"],
+    )
+    last = GaugeMetricFamily(
+        "swarm_sync_last_batch_timestamp_seconds",
+        "wall-clock time the last batch of a peer's bin was synced",
+        labels=["peer", "bin"],
+    )
+    for peer in stats.sync.peers:
+        for b in peer.bins:
+            labels = [peer.overlay.hex(), str(b.bin)]
+            behind.add_metric(labels, b.behind)
+            if b.last_batch is not None:
+                last.add_metric(labels, b.last_batch)
+    yield behind
+    yield last
 
 
 def _retrieval_families(stats: NodeStatistics) -> Iterator[Metric]:

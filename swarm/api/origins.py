@@ -18,8 +18,8 @@ A web page on any site can make the browser send a "simple" request (a `text/pla
   a page may *read* is what CORS allows.
 - **CORS.** Pages from an origin of `--cors-allowed-origins` get Bee's CORS headers on every
   answer (and a 204 to their preflight `OPTIONS`); pages served from 127.0.0.1 or localhost
-  (the dashboard of a local swarm, whatever port) may read `/sync`, `/topology` and `/health`
-  only. Nothing else is readable from another origin.
+  (the dashboard of a local swarm, whatever port) may read `/sync`, `/topology`, `/health` and
+  `/loss` only. Nothing else is readable from another origin.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = ["CORS_PATHS", "LOCAL_HOSTS", "OriginPolicy", "guarded", "host_name", 
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """Host names every node answers to."""
-CORS_PATHS = frozenset({"/sync", "/topology", "/health"})
+CORS_PATHS = frozenset({"/sync", "/topology", "/health", "/loss"})
 """The documents the dashboard reads from other nodes of a local swarm."""
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _LOCAL_ORIGIN = re.compile(r"^http://(127\.0\.0\.1|localhost)(:\d{1,5})?$")

@@ -107,6 +107,8 @@ def _peer_status(
                 "cursor": b.cursor,
                 "synced": [list(r) for r in b.synced],
                 "lag": b.lag,
+                "behind_seconds": round(b.behind, 3),
+                "last_batch": b.last_batch,
                 "state": _state(states.get(b.bin)),
             }
             for b in (sync.bins if sync else ())

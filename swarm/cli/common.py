@@ -92,6 +92,12 @@ def response_message(response: httpx.Response) -> str:
         return response.text.strip()[:200]
 
 
+def feed_update_line(index: int, owner: str, topic: str, address: str, outcome: str) -> str:
+    """What `swarm feed update` and `swarm feed publish` print, one format for both: the update's
+    index, the feed, the update chunk's address, and what became of it."""
+    return f"update {index} of feed {owner}/{topic}: {address} ({outcome})"
+
+
 def print_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2, sort_keys=True))
 

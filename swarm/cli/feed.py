@@ -23,7 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from swarm.cli.common import CliError, add_target_options, print_json, response_message, target_api
+from swarm.cli.common import (
+    CliError,
+    add_target_options,
+    feed_update_line,
+    print_json,
+    response_message,
+    target_api,
+)
 
 __all__ = ["add_feed_parser"]
 
@@ -152,7 +159,11 @@ def cmd_update(args: argparse.Namespace) -> int:
         response = _call(client, "POST", url, params={"sig": soc.signature.hex()}, content=soc.wrapped)
         if response.status_code != 201:
             raise CliError(f"update {index} refused ({response.status_code}): {response_message(response)}")
-    print(f"update {index} of {key.owner.hex()}/{topic.hex()} -> {reference.hex()}")
+    print(
+        feed_update_line(
+            index, key.owner.hex(), topic.hex(), soc.address.hex(), f"points to {reference.hex()}"
+        )
+    )
     return 0
 
 

@@ -19,6 +19,7 @@ from swarm.cli.common import (
     CliError,
     all_apis,
     api_get,
+    feed_update_line,
     print_json,
     response_message,
     target_api,
@@ -195,8 +196,8 @@ def cmd_feed_publish(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**doc, "owner": key.owner.hex(), "topic": topic})
     else:
-        feed = f"{key.owner.hex()}/{topic}"
-        _out(f"update {index} of feed {feed}: {doc['reference']} (pushed to {doc['pushed']} peers)")
+        pushed = f"pushed to {doc['pushed']} peers"
+        _out(feed_update_line(index, key.owner.hex(), topic, doc["reference"], pushed))
     return 0
 
 

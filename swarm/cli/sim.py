@@ -1,4 +1,4 @@
-"""The ``swarm sim`` subcommand: argparse wiring and the progress display.
+"""The ``swarm sim`` subcommand: argparse wiring (what it prints: swarm/cli/sim_view.py).
 
 ``swarm.cli.main`` registers it with ``add_sim_parser(subparsers)``; the command function returns an exit
 status and raises ``swarm.cli.common.CliError`` for anything the user has to fix (one line, non-zero
@@ -8,10 +8,8 @@ exit).
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from kademlia import STRATEGIES
 from swarm.sim.grid import SimParams
@@ -169,36 +167,10 @@ def add_sim_parser(subparsers: Any) -> None:
     p.set_defaults(func=cmd_sim)
 
 
-class Progress:
-    """``sim: k/total networks`` on stderr: in place on a terminal, else a line every ``every`` seconds."""
-
-    def __init__(self, stream: TextIO = sys.stderr, every: float = 10.0) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.every = every
-        self.start = time.monotonic()
-        self.last_print = -every
-        self.last = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == self.last:
-            return
-        if not self.tty and done != total and now - self.last_print < self.every:
-            return
-        self.last, self.last_print = done, now
-        text = f"sim: {done}/{total} networks, {now - self.start:.0f}s"
-        if self.tty:
-            self.stream.write("\r" + text + ("\n" if done == total else ""))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-
 def cmd_sim(args: argparse.Namespace) -> int:
     """Run the simulation grid; print the summary table on stdout."""
     from swarm.cli.common import CliError
-    from swarm.sim.report import FAILED_NOTE, markdown_table
+    from swarm.cli.sim_view import Progress, print_summary
     from swarm.sim.run import run_simulation
     from swarm.sim.sparkstart import SparkUnavailable
 
@@ -237,12 +209,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
         )
     except SparkUnavailable as exc:
         raise CliError(str(exc)) from None
-    print(report.markdown if args.wide else markdown_table(report.summary, compact=True), end="")
-    print(FAILED_NOTE)
-    if not args.wide:
-        print("Means over the runs; summary.md (or --wide) has every column with its 95 % interval.")
+    print_summary(report.summary, report.files, out, wide=args.wide)
     print(
-        f"\n{len(args.strategies) * len(args.nodes) * args.runs} networks on {report.master} in "
+        f"{len(args.strategies) * len(args.nodes) * args.runs} networks on {report.master} in "
         f"{report.seconds:.1f}s (grid {report.grid_seconds:.1f}s); results in {out}/"
     )
     return 0

@@ -27,7 +27,24 @@ def clock(ts: float | None) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
 
 
-BIN_HEADERS = ["peer", "po", "bin", "cursor", "synced", "lag", "synced?", "verified state (size root sig)"]
+def seconds_text(seconds: float | None) -> str:
+    """A duration as an operator reads it: '0 s', '4.2 s', '3 m 07 s', '2 h 05 m'; '' for unknown."""
+    if seconds is None:
+        return ""
+    if seconds < 10:
+        return "0 s" if seconds == 0 else f"{seconds:.1f} s"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} m {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} m"
+
+
+BIN_HEADERS = [
+    "peer", "po", "bin", "cursor", "synced", "lag", "behind", "last batch", "synced?",
+    "verified state (size root sig)",
+]  # fmt: skip
 
 
 def sync_status_text(doc: dict[str, Any]) -> str:
@@ -79,7 +96,10 @@ def _bin_rows(peer: dict[str, Any]) -> list[list[object]]:
         proven = f"{state['size']} {state['root'][:12]} {state['signature']}" if state else "-"
         synced = ranges_text(b["synced"])
         name, lag = peer["overlay"][:12], b["lag"]
-        rows.append([name, peer["po"], b["bin"], b["cursor"], synced, lag, lag == 0, proven])
+        behind, last = seconds_text(b.get("behind_seconds")), clock(b.get("last_batch"))
+        rows.append(
+            [name, peer["po"], b["bin"], b["cursor"], synced, lag, behind, last or "-", lag == 0, proven]
+        )
     return rows
 
 

@@ -40,6 +40,7 @@ from swarm.live.messages import (
     edge_of,
     stream_of,
 )
+from swarm.live.stream_counts import StreamCounts
 from swarm.live.window import GenerationWindow
 
 __all__ = ["DEFAULT_SKEW", "Judgement", "Outcome", "Relay", "detector_bytes"]
@@ -94,6 +95,7 @@ class Relay:
         self.skew = skew
         self.received = 0
         self.accepted = 0
+        self.streams = StreamCounts()  # judged messages per stream, for the dashboard
         self.bytes_received = 0
         self.bytes_accepted = 0
 
@@ -104,6 +106,7 @@ class Relay:
         self.received += 1
         self.bytes_received += size
         judgement = self._judge(msg, peer, now)
+        self.streams.add(judgement.stream.name, judgement.outcome.value, now)
         if judgement.outcome is Outcome.NEW:
             self.accepted += 1
             self.bytes_accepted += size

@@ -62,6 +62,7 @@ def loss_document(overlay: bytes, live: LiveStatistics) -> dict[str, Any]:
         "windows": {"detectors": asdict(live.detectors), "receivers": asdict(live.receivers)},
         "interest": asdict(live.interest),
         "pruning": asdict(live.pruning),
+        "streams": list(live.streams),
     }
 
 

@@ -9,6 +9,7 @@ Kept apart from the service so that the readers of these plain values (`swarm.st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from swarm.live.interest import InterestStatistics
 from swarm.live.loss import LossRow
@@ -52,3 +53,4 @@ class LiveStatistics:
     interest: InterestStatistics  # streams followed and relayed, peers exchanging interest
     pruning: PushPathStatistics  # paused push paths, and the words about them
     throttled: int = 0  # live messages from peers dropped over their rate (swarm.live.ratelimit)
+    streams: tuple[dict[str, Any], ...] = ()  # per feed or topic: received, new, repeat ... (stream_counts)

@@ -318,4 +318,5 @@ class LiveService:
             interest=self.interest.statistics(),
             pruning=self.paths.statistics(),
             throttled=self._rates.throttled,
+            streams=tuple(relay.streams.rows()),
         )

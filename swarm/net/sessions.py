@@ -226,7 +226,7 @@ class Sessions:
                 time.time(),
                 disconnect.by,
                 code,
-                disconnect.reason,
+                disconnect.reason or _no_reason(disconnect.by, code),
                 disconnect.violation,
             )
         )
@@ -270,3 +270,9 @@ def _code_name(code: int) -> str:
         return GoodbyeCode(code).name
     except ValueError:
         return str(code)
+
+
+def _no_reason(by: str, code: str) -> str:
+    """What to say of a disconnection that came with no reason: who ended it, and its code."""
+    who = "the peer" if by == "remote" else "this node"
+    return f"{who} ended the connection ({code}) without giving a reason"

@@ -7,11 +7,10 @@ logarithmic, so the shift is a constant factor), with hollow markers drawn over 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from .report import SummaryRow
+from .report import METRICS, SummaryRow, interval
 
 __all__ = ["PLOTS", "shift", "write_plots"]
 
@@ -66,6 +65,17 @@ def shift(k: int, series: int) -> float:
     return float(2.0 ** (_SHIFT * (k - (series - 1) / 2)))
 
 
+def _error_bars(rows: Sequence[SummaryRow], column: str) -> list[list[float]]:
+    """Below and above each mean: its 95% interval clipped to what the quantity can be."""
+    metric = next(m for m in METRICS if m.name == column)
+    below, above = [], []
+    for r in rows:
+        bounds = interval(r, metric) or (r.means[column], r.means[column])
+        below.append(r.means[column] - bounds[0])
+        above.append(bounds[1] - r.means[column])
+    return [below, above]
+
+
 def write_plots(rows: Sequence[SummaryRow], out: Path, strategies: Sequence[str]) -> list[Path]:
     """Write the plots of ``PLOTS`` into ``out``; returns their paths."""
     import matplotlib
@@ -81,7 +91,7 @@ def write_plots(rows: Sequence[SummaryRow], out: Path, strategies: Sequence[str]
             mine = sorted((r for r in rows if r.strategy == strategy), key=lambda r: r.nodes)
             xs = [r.nodes * shift(k, len(present)) for r in mine]
             ys = [r.means[column] for r in mine]
-            errs = [0.0 if math.isnan(r.halfwidths[column]) else r.halfwidths[column] for r in mine]
+            errs = _error_bars(mine, column)
             ax.errorbar(
                 xs,
                 ys,

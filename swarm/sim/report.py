@@ -20,6 +20,8 @@ __all__ = [
     "METRICS",
     "Metric",
     "SummaryRow",
+    "cell",
+    "interval",
     "markdown_table",
     "mean_interval",
     "summarise",
@@ -38,24 +40,26 @@ class Metric:
     header: str
     digits: int
     compact: bool = False
+    lower: float = 0.0  # what the quantity can be: intervals are clipped to [lower, upper]
+    upper: float | None = None
 
 
 METRICS: tuple[Metric, ...] = (
     Metric("gap_po_mean", "gap_po_mean", "gap PO ↑", 2, compact=True),
     Metric("gap_po_worst", "gap_po_worst", "worst gap PO ↑", 2),
     Metric("temperature_mean", "temperature_mean", "temperature ↓", 4),
-    Metric("gini_mean", "gini", "relay Gini ↓", 3, compact=True),
+    Metric("gini_mean", "gini", "relay Gini ↓", 3, compact=True, upper=1.0),
     Metric("max_over_mean", "max_over_mean", "relay max/mean ↓", 2),
-    Metric("retrieval_gini_mean", "retrieval_gini", "retrieval Gini ↓", 3, compact=True),
+    Metric("retrieval_gini_mean", "retrieval_gini", "retrieval Gini ↓", 3, compact=True, upper=1.0),
     Metric("retrieval_max_over_mean", "retrieval_max_over_mean", "retrieval max/mean ↓", 2),
-    Metric("storage_gini_mean", "storage_gini", "storage Gini ↓", 3, compact=True),
+    Metric("storage_gini_mean", "storage_gini", "storage Gini ↓", 3, compact=True, upper=1.0),
     Metric("replication_mean", "replication_mean", "replicas", 2),
     Metric("replication_min", "replication_min", "min replicas", 2),
     Metric("hops_mean", "hops_mean", "hops ↓", 3, compact=True),
     Metric("hops_p95", "hops_p95", "hops p95 ↓", 2),
-    Metric("failed_mean", "failed", "failed ↓", 3, compact=True),
+    Metric("failed_mean", "failed", "failed ↓", 3, compact=True, upper=1.0),
     Metric("retrieval_hops_mean", "retrieval_hops_mean", "retrieval hops ↓", 3),
-    Metric("retrieval_failed_mean", "retrieval_failed", "not retrieved ↓", 4, compact=True),
+    Metric("retrieval_failed_mean", "retrieval_failed", "not retrieved ↓", 4, compact=True, upper=1.0),
     Metric("connections_mean", "connections_mean", "connections", 2, compact=True),
     Metric("connections_max", "connections_max", "max connections", 1),
     Metric("depth_mean", "depth_mean", "depth", 2),
@@ -184,10 +188,25 @@ def write_csv(rows: Sequence[SummaryRow], path: Path) -> None:
             )
 
 
-def _cell(mean: float, half: float, digits: int) -> str:
+def interval(row: SummaryRow, metric: Metric) -> tuple[float, float] | None:
+    """The 95% interval of a metric, clipped to what the quantity can be (a Gini or a share in
+    [0, 1], a count at least 0); None with fewer than 2 runs."""
+    mean, half = row.means[metric.name], row.halfwidths[metric.name]
     if math.isnan(half):
+        return None
+    low, high = max(metric.lower, mean - half), mean + half
+    return low, high if metric.upper is None else min(metric.upper, high)
+
+
+def cell(row: SummaryRow, metric: Metric) -> str:
+    """``mean ± half-width``, or ``mean [low, high]`` where the interval was clipped."""
+    mean, half, digits = row.means[metric.name], row.halfwidths[metric.name], metric.digits
+    bounds = interval(row, metric)
+    if bounds is None:
         return f"{mean:.{digits}f} ± n/a"
-    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+    if bounds == (mean - half, mean + half):
+        return f"{mean:.{digits}f} ± {half:.{digits}f}"
+    return f"{mean:.{digits}f} [{bounds[0]:.{digits}f}, {bounds[1]:.{digits}f}]"
 
 
 def markdown_table(rows: Sequence[SummaryRow], *, compact: bool = False) -> str:
@@ -203,6 +222,6 @@ def markdown_table(rows: Sequence[SummaryRow], *, compact: bool = False) -> str:
         if compact:
             values = [f"{r.means[m.name]:.{m.digits}f}" for m in metrics]
         else:
-            values = [_cell(r.means[m.name], r.halfwidths[m.name], m.digits) for m in metrics]
+            values = [cell(r, m) for m in metrics]
         lines.append("| " + " | ".join([str(r.nodes), r.strategy, str(r.runs), *values]) + " |")
     return "\n".join(lines) + "\n"

@@ -78,7 +78,9 @@ def _write_summary(summary: list[SummaryRow], out: Path) -> str:
     write_csv(summary, out / "summary.csv")
     (out / "summary.md").write_text(
         "# swarm sim summary\n\n"
-        "Mean ± half-width of the 95% Student t interval over runs, per network size N and strategy. "
+        "Mean ± half-width of the 95% Student t interval over runs, per network size N and strategy; "
+        "where that interval would leave what the quantity can be (a Gini or a share outside [0, 1], "
+        "a count below 0) it is shown clipped, as mean [low, high]. "
         "↑: higher is better, ↓: lower is better.\n\n" + markdown + "\n" + FAILED_NOTE + "\n"
     )
     return markdown
