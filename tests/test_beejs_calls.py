@@ -78,7 +78,11 @@ def stream_files_in_chromium(writer: str, reader: str, batch: str, profile: Path
     )
     script = bundle.read_bytes()
     page = b'<html><head><script src="bee-js.min.js"></script></head><body>bee-js</body></html>'
-    headers = {"swarm-collection": "true", "content-type": "application/x-tar", "swarm-index-document": "index.html"}
+    headers = {
+        "swarm-collection": "true",
+        "content-type": "application/x-tar",
+        "swarm-index-document": "index.html",
+    }
     body = tar_of({"index.html": page, "bee-js.min.js": script})
     site = httpx.post(f"{writer}/bzz", content=body, headers=headers, timeout=30).json()["reference"]
     files = "[new File(['<html>streamed</html>'], 'index.html'), new File(['streamed notes'], 'notes.txt')]"
