@@ -44,11 +44,11 @@ def table() -> dict[str, str]:
     return dict(ROW.findall(DOC.read_text()))
 
 
-def test_the_table_names_every_call_the_script_makes() -> None:
+def test_the_table_names_every_call_the_script_makes_and_no_other() -> None:
     made = set(re.findall(r"await run\('(\w+)'", (JS_DIR / "calls.cjs").read_text()))
     rows = table()
     assert len(rows) >= 57
-    assert made <= set(rows), f"calls made but not in the table: {sorted(made - set(rows))}"
+    assert made == set(rows), f"only in the script: {made - set(rows)}; only in the table: {set(rows) - made}"
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +129,8 @@ def test_bee_js_calls_across_two_nodes_do_what_the_table_says(
     rows = table()
     wrong = {name: got for name, got in out.items() if (rows[name] in ("works", "differs")) != got["ok"]}
     assert not wrong, wrong
+    absent = {name: got["error"] for name, got in out.items() if rows[name] == "absent"}
+    assert all(error.endswith("status code 404") for error in absent.values()), absent  # no such route
     # what the values say, beyond "no error"
     assert out["downloadData"]["value"] is True and out["downloadReadableData"]["value"] is True
     assert out["getTopology"]["value"] == {

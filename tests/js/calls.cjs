@@ -249,11 +249,14 @@ async function main() {
 
   // -- absent or node-status calls: recorded, judged by the test
   await run('getGrantees', () => writer.getGrantees('00'.repeat(32)))
+  await run('createGrantees', () => writer.createGrantees(batch, [key.publicKey()]))
+  await run('patchGrantees', () => writer.patchGrantees(batch, '00'.repeat(32), '11'.repeat(32), { add: [key.publicKey()] }))
   await run('createEnvelope', () => writer.createEnvelope(batch, out.uploadChunk.value))
   await run('rchash', () => writer.rchash(4, '00', '11'))
   await run('getReserveState', () => writer.getReserveState())
   await run('getBlocklist', () => writer.getBlocklist())
   await run('pingPeer', async () => writer.pingPeer(readerOverlay))
+  await run('removePeer', async () => writer.removePeer(readerOverlay))
 
   process.stdout.write(JSON.stringify(out))
 }
