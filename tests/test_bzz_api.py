@@ -18,7 +18,8 @@ import trio
 from chunks.ethkey import Secp256k1Key
 from chunks.feeds import make_update_v1, topic_from_text
 from swarm.api import downloads
-from swarm.manifest.paths import content_type_for
+from swarm.manifest.paths import content_type_for, feed_manifest
+from swarm.manifest.trie import save
 from swarm.testing import node_config, start_node
 
 BIG = random.Random(7).randbytes(300_000)
@@ -161,3 +162,30 @@ async def test_a_feed_manifest_serves_the_latest_update(tmp_path: Path) -> None:
                 assert got.status_code == 200 and got.content == text, got.text
                 assert got.headers["swarm-feed-index"] == index.to_bytes(8, "big").hex()
                 assert "etag" not in got.headers
+
+
+async def test_bzz_and_feed_manifest_uploads_are_charged_to_their_batch(tmp_path: Path) -> None:
+    async def used(client: httpx.AsyncClient, batch: str) -> tuple[int, int]:
+        buckets = (await client.get(f"/stamps/{batch}/buckets")).json()["buckets"]
+        state = (await client.get(f"/stamps/{batch}")).json()
+        return state["utilization"], sum(bucket["collisions"] for bucket in buckets)
+
+    with trio.fail_after(60):
+        async with api(tmp_path) as client:
+            made = await client.post("/stamps/1000000000/17")
+            batch = made.json()["batchID"]
+            assert await used(client, batch) == (0, 0)
+            reference = await upload_site(client, **{"swarm-postage-batch-id": batch})
+            utilization, stamps = await used(client, batch)
+            # every chunk of the files (big.bin: 74 chunks) and of the manifest, once each
+            assert utilization >= 1 and stamps >= 74 + len(SITE)
+            assert (await client.get(f"/bzz/{reference}/big.bin")).content == BIG
+            owner, topic = "ab" * 20, "cd" * 32
+            feed = await client.post(f"/feeds/{owner}/{topic}", headers={"swarm-postage-batch-id": batch})
+            assert feed.status_code == 201
+            nodes = save(feed_manifest(bytes.fromhex(owner), bytes.fromhex(topic))).chunks
+            assert (await used(client, batch))[1] == stamps + len(nodes) == stamps + 2  # its two nodes
+            unknown = await client.post(
+                f"/feeds/{owner}/{topic}", headers={"swarm-postage-batch-id": "ef" * 32}
+            )
+            assert unknown.status_code == 404 and "batch with id not found" in unknown.json()["message"]

@@ -134,6 +134,11 @@ def test_a_named_file_and_a_download_to_a_file(
         timeout=60,
     )
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1 and "directory" in bad.stderr
+    # --error-document: the page served for a missing path
+    site = write_site(tmp_path / "site")
+    ref = swarm("upload", str(site), "--error-document", "docs/page.html", "--api", writer.api).strip()
+    missing = httpx.get(f"{reader.api}/bzz/{ref}/no/such/page", timeout=30)
+    assert missing.status_code == 200 and missing.content == SITE["docs/page.html"]
     plain = httpx.post(f"{writer.api}/bytes", content=b"just bytes" * 20, timeout=30).json()["reference"]
     (tmp_path / "empty").mkdir()
     for command in (["manifest", "ls", plain], ["upload", str(tmp_path / "empty")]):

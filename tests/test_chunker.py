@@ -490,3 +490,36 @@ def test_child_spans_follow_from_the_parent_span(span: int, count: int, spans: l
     chunk = Chunk.from_payload(b"".join(refs), span=span)
     assert not is_data_chunk(chunk)
     assert child_refs(chunk) == list(zip(refs, spans, strict=True))
+
+
+# --- chunks padded with zeros to 4096 bytes, as bee-js's streamed uploads write them -----------
+
+
+def padded(chunk: Chunk) -> Chunk:
+    """The chunk with its payload zero-padded to 4096 bytes: the same BMT address, other data."""
+    twin = Chunk.from_payload(chunk.payload.ljust(CS, b"\0"), span=chunk.span)
+    assert twin.address == chunk.address
+    return twin
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.integers(0, 130 * CS),
+    start=st.integers(0, 130 * CS),
+    length=st.integers(0, 3 * CS),
+    which=st.integers(0, 2),
+)
+def test_zero_padded_chunks_read_as_their_span(size: int, start: int, length: int, which: int) -> None:
+    data = random_bytes(size, seed=size)
+    root, store, _ = split_to_store(data)
+    # pad every chunk, only the data chunks, or only the intermediates
+    keep = (lambda c: True, lambda c: c.span <= CS, lambda c: c.span > CS)[which]
+    twins = {a: padded(c) if keep(c) else c for a, c in store.items()}
+    assert read_sync(root, twins) == data
+    assert read_sync(root, twins, start, start + length) == data[start : start + length]
+
+
+def test_padding_that_is_not_zeros_is_refused() -> None:
+    for span, payload in ((3, b"abc" + b"\0" * 9 + b"x"), (CS + 1, REF * 2 + bytes(31) + b"\1")):
+        with pytest.raises(CorruptTree, match=f"span {span}"):
+            child_refs(Chunk.from_payload(payload, span=span))

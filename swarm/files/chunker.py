@@ -170,11 +170,21 @@ def _branch_size(span: int) -> int:
     return size
 
 
+def _zero_padded(payload: bytes, used: int) -> bool:
+    """Whether the payload's bytes past the first `used` are all zero (or there are none)."""
+    return not payload[used:].strip(b"\0")
+
+
 def is_data_chunk(chunk: Chunk) -> bool:
-    """Whether the chunk is a leaf holding file bytes (span <= 4096), checking it is well formed."""
+    """Whether the chunk is a leaf holding file bytes (span <= 4096), checking it is well formed.
+
+    Its file bytes are the first `span` bytes of the payload. Zeros past them are padding, as
+    bee-js's streamed uploads (`streamDirectory`, `streamFiles`) write every chunk 4096 bytes
+    long; Bee reads such chunks by their span too. Other bytes past the span are refused.
+    """
     span, n = chunk.span, len(chunk.payload)
     if span <= CHUNK_SIZE:
-        if n != span:
+        if n < span or not _zero_padded(chunk.payload, span):
             raise CorruptTree(chunk.address, f"data chunk with span {span} but {n} payload bytes")
         return True
     return False
@@ -184,7 +194,7 @@ def child_refs(chunk: Chunk) -> list[tuple[bytes, int]]:
     """The children of an intermediate chunk as (address, expected span); [] for a data chunk.
 
     Raises `CorruptTree` when the payload does not hold exactly the number of references that the
-    span implies.
+    span implies, followed by nothing or by zero padding (as bee-js's streamed uploads write).
     """
     if is_data_chunk(chunk):
         return []
@@ -196,6 +206,8 @@ def child_refs(chunk: Chunk) -> list[tuple[bytes, int]]:
     size = _branch_size(span)
     expected = -(-span // size)
     count = len(payload) // REF_SIZE
+    if count > expected and _zero_padded(payload, expected * REF_SIZE):
+        count = expected
     if count != expected:
         raise CorruptTree(chunk.address, f"span {span} needs {expected} children, chunk has {count}")
     last = span - (count - 1) * size

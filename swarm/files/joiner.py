@@ -76,7 +76,7 @@ def _walk(
             assert received is not None
             chunk = check_chunk(received, address, span)
         if is_data_chunk(chunk):
-            yield chunk.payload[max(start - offset, 0) : stop - offset]
+            yield chunk.payload[max(start - offset, 0) : min(stop - offset, chunk.span)]
         else:
             wanted = children_in_range(chunk, offset, start, stop)
             yield _Ahead(tuple(address for address, _, _ in wanted))
