@@ -1,12 +1,12 @@
 """A handshaken peer connection: framed messages in, a priority outbox out, bytes accounted.
 
-The trio shell around the sans-IO codec, built by `streamer.handshake` once the greeting is done. One reader
-task decodes frames, answers the connection's own messages (Ping; a second Hello or Handshake
-is a violation) and hands every other message to the node's handler; one writer task drains
-the outbox, most urgent first, coalescing what is queued into one write. The handler runs
-inside the reader, so it must not wait on this connection's own outbox (that could deadlock two
-peers whose outboxes are both full): it answers with `send_nowait` or hands the work to a task
-started with `start_soon`.
+The trio shell around the sans-IO codec, built by `streamer.handshake` once the greeting is
+done. One reader task decodes frames, answers the connection's own messages (Ping; a Pong wakes
+the `ping` it answers; a second Hello or Handshake is a violation) and hands every other message
+to the node's handler; one writer task drains the outbox, most urgent first, coalescing what is
+queued into one write. The handler runs inside the reader, so it must not wait on this
+connection's own outbox (that could deadlock two peers whose outboxes are both full): it answers
+with `send_nowait` or hands the work to a task started with `start_soon`.
 
 A connection ends for one of three reasons, reported by `run()` as a `Disconnect`: the peer
 closed it (EOF or its Goodbye), we closed it (`close`), or the peer broke the protocol (any
@@ -41,6 +41,7 @@ from streamer.messages import (
     payload_size,
 )
 from streamer.outbox import OutboxStatistics, Priority, PriorityOutbox
+from streamer.pings import Pings
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,10 @@ RECEIVE_SIZE = 65536
 MAX_WRITE = 256 * 1024  # bytes coalesced into one send_all
 
 MessageHandler = Callable[[Message], Awaitable[None]]
+
+
+class PingTimeout(Exception):
+    """The peer did not answer a Ping in time."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,7 @@ class PeerConnection:
         self._nursery: trio.Nursery | None = None
         self._pending: list[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...]]] = []
         self._closed = trio.Event()
+        self._pings = Pings()
 
     @property
     def overlay(self) -> bytes:
@@ -158,6 +164,25 @@ class PeerConnection:
     def send_nowait(self, msg: Message, priority: Priority = Priority.RETRIEVAL) -> None:
         """Queue `msg` or raise trio.WouldBlock (class full) / trio.ClosedResourceError."""
         self._outbox.put_nowait(msg, priority)
+
+    async def ping(self, timeout: float) -> float:
+        """Seconds from queueing a Ping (most urgent first) to reading the Pong that echoes it.
+
+        Raises `PingTimeout` after ``timeout`` seconds without it, trio.ClosedResourceError if
+        the connection ends first.
+        """
+        ping = self._pings.open()
+        try:
+            with trio.move_on_after(timeout):
+                sent_at = trio.current_time()
+                await self.send(Ping(ping.nonce))
+                await ping.done.wait()
+                if ping.answered_at is None:
+                    raise trio.ClosedResourceError("the connection ended before the Pong came")
+                return ping.answered_at - sent_at
+            raise PingTimeout(f"no Pong within {timeout:g} s")
+        finally:
+            self._pings.close(ping)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -238,6 +263,7 @@ class PeerConnection:
             self._outbox.close()
             self._outbox.clear()
             await close_quietly(self._stream)
+            self._pings.fail_all()
             self._closed.set()
         return self._disconnect
 
@@ -282,6 +308,8 @@ class PeerConnection:
             )
 
     def _answer(self, msg: Hello | Handshake | Ping | Pong) -> None:
+        if isinstance(msg, Pong):
+            self._pings.answer(msg.nonce, trio.current_time())
         reply = connection_reply(msg)
         if reply is not None:
             try:

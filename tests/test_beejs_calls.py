@@ -174,6 +174,17 @@ def test_bee_js_calls_across_two_nodes_do_what_the_table_says(
     assert out["createFeedManifest"]["value"]["same"] is True  # the feed's update, a file, through /bzz
     if "streamFiles" in out:
         assert out["streamFiles"]["value"]["files"] == ["<html>streamed</html>", "streamed notes"]
+    # peers: a round trip over the session, then the session closed (Kademlia dials it again)
+    assert re.fullmatch(r"\d+(\.\d+)?(ns|µs|ms|s)", out["pingPeer"]["value"]["rtt"]), out["pingPeer"]
+    assert out["removePeer"]["value"] == {"message": "OK", "code": 200}
+    reader_overlay = reader.sync()["overlay"]
+
+    def removed() -> list[dict[str, object]]:
+        return [d for d in writer.sync()["disconnected"] if d["reason"] == "user requested disconnect"]
+
+    poll(lambda: bool(removed()), timeout=10)
+    assert removed()[0]["overlay"] == reader_overlay and removed()[0]["by"] == "local"
+    poll(lambda: all(len(n.sync()["peers"]) == 1 for n in two_nodes), timeout=60)  # connected again
 
 
 def test_uploads_are_charged_to_their_batch_as_bee_does(two_nodes: list[NodeProcess]) -> None:

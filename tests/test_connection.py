@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from streamer.codec import encode
-from streamer.connection import Disconnect, PeerConnection
+from streamer.connection import Disconnect, PeerConnection, PingTimeout
 from streamer.errors import RemoteProtocolError
 from streamer.framing import FrameDecoder
 from streamer.handshake import HandshakeFailed, handshake
@@ -514,3 +514,44 @@ async def test_retrieve_requests_match_answers_and_reject_unknown_ids() -> None:
             table.on_delivery(RetrieveDelivery(1, bytes(8)))
             assert table.late == 1
             n.cancel_scope.cancel()
+
+
+async def test_ping_measures_a_round_trip_and_ignores_pongs_it_did_not_ask_for() -> None:
+    a, b = await pair()
+    got_a: list[Message] = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            n.start_soon(a.run, collector(got_a))
+            n.start_soon(b.run, collector([]))
+            rtts = [await a.ping(2) for _ in range(3)]
+            await b.send(Pong(12345))  # a Pong no Ping of a's asked for
+            while a.stats.messages_in < 4:
+                await trio.sleep(0.01)
+            assert await b.ping(2) > 0  # either side may ping
+            n.cancel_scope.cancel()
+    assert all(0 < rtt < 2 for rtt in rtts)
+    assert got_a == [] and a._pings.sent == 3 and a._pings.ignored == 1 and len(a._pings) == 0
+    assert a.stats.messages_out >= 3 and b.stats.messages_in >= 3  # three Pings went out
+
+
+async def test_a_ping_without_answer_times_out_and_one_cut_short_by_closing_fails() -> None:
+    a, _b = await pair()  # b never runs: nothing answers a's Pings
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            n.start_soon(a.run, collector([]))
+            with pytest.raises(PingTimeout, match=r"no Pong within 0\.2 s"):
+                await a.ping(0.2)
+            outcome: list[BaseException] = []
+
+            async def ping() -> None:
+                try:
+                    await a.ping(3)
+                except trio.ClosedResourceError as exc:
+                    outcome.append(exc)
+
+            n.start_soon(ping)
+            await trio.sleep(0.05)
+            a.close(GoodbyeCode.NORMAL, "bye")
+    assert len(outcome) == 1 and len(a._pings) == 0
+    with pytest.raises(trio.ClosedResourceError):
+        await a.ping(1)  # a closed connection sends nothing more

@@ -39,6 +39,7 @@ from swarm.api.messaging import messaging_routes
 from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from swarm.api.metrics import metrics_text
 from swarm.api.origins import OriginPolicy, guarded
+from swarm.api.peers import PeerSessions, peer_routes
 from swarm.api.proofs import ProofSource, proof_routes
 from swarm.api.reserve import reserve_routes
 from swarm.api.spaces import space_routes
@@ -111,6 +112,9 @@ class Node(Protocol):
     @property
     def gsoc(self) -> Gsoc: ...
 
+    @property
+    def sessions(self) -> PeerSessions: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +136,7 @@ def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
         # /status, /peers (docs/bee-compat.md)
         *soc_and_feed_routes(node.bee, postage=postage),
         *status_routes(node.bee),
+        *peer_routes(node.sessions),  # /pingpong, DELETE /peers: swarm/api/peers.py
         *postage_routes(node.postage),  # /stamps, /batches: swarm/api/stamps.py
         *stewardship_routes(
             node.retrieval.get_from_network,

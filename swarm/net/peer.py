@@ -81,6 +81,10 @@ class Peer:
             self.conn, address, hop_limit=hop_limit, timeout=timeout or self.retrieve_timeout
         )
 
+    async def ping(self, timeout: float) -> float:
+        """A round trip over this connection, in seconds (`PeerConnection.ping`)."""
+        return await self.conn.ping(timeout)
+
     async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt:
         """Push a chunk to this peer (swarm/net/pushsync.py); returns the receipt that comes back."""
         return await self.pushes.push(self.conn, address, data, hop_limit=hop_limit, timeout=timeout)

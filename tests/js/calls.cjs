@@ -256,7 +256,7 @@ async function main() {
   await run('getReserveState', () => writer.getReserveState())
   await run('getBlocklist', () => writer.getBlocklist())
   await run('pingPeer', async () => writer.pingPeer(readerOverlay))
-  await run('removePeer', async () => writer.removePeer(readerOverlay))
+  await run('removePeer', async () => writer.removePeer(readerOverlay)) // last: the peer goes away
 
   process.stdout.write(JSON.stringify(out))
 }
