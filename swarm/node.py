@@ -142,7 +142,7 @@ class Node:
             upload_chunks=partial(self.upload_chunks, verified=True),
             statistics=self.statistics,
         )
-        self.postage = BatchBook(self.store, eth_key.owner)  # local batches, as Bee's dev mode
+        self.postage = BatchBook(self.store, eth_key.owner, signer=eth_key)  # as Bee's dev mode
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
             eth_key,
             self.store,

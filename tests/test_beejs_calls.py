@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from chunks import bmt_address
+from chunks.ethkey import recover_owner
 from swarm.testing import NodeProcess, poll
 from tests.chromium import CHROMIUM, Chromium, DevToolsError
 from tests.test_beejs_vectors import JS_DIR, bee_js_modules, run_bee_js
@@ -174,6 +175,16 @@ def test_bee_js_calls_across_two_nodes_do_what_the_table_says(
     assert out["createFeedManifest"]["value"]["same"] is True  # the feed's update, a file, through /bzz
     if "streamFiles" in out:
         assert out["streamFiles"]["value"]["files"] == ["<html>streamed</html>", "streamed notes"]
+    # a stamp signed by the writer's key: bee-js verified it; so does chunks.ethkey here
+    envelope = out["createEnvelope"]["value"]
+    assert envelope["verified"] is True
+    ethereum = bytes.fromhex(writer.get("/addresses").json()["ethereum"][2:])
+    chunk_address = bytes.fromhex(out["uploadChunk"]["value"])
+    batch_id = bytes.fromhex(out["createPostageBatch"]["value"])
+    signed = chunk_address + batch_id + bytes.fromhex(envelope["index"] + envelope["timestamp"])
+    assert envelope["issuer"] == ethereum.hex()
+    assert recover_owner(bytes.fromhex(envelope["signature"]), signed) == ethereum
+    assert envelope["index"][:8] == "0000" + chunk_address[:2].hex()  # the chunk's bucket
     # peers: a round trip over the session, then the session closed (Kademlia dials it again)
     assert re.fullmatch(r"\d+(\.\d+)?(ns|µs|ms|s)", out["pingPeer"]["value"]["rtt"]), out["pingPeer"]
     assert out["removePeer"]["value"] == {"message": "OK", "code": 200}

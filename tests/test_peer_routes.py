@@ -67,7 +67,8 @@ def test_a_written_duration_reads_back_to_its_value_with_no_trailing_zeros(nanos
 
 class FakePeer:
     def __init__(self, rtt: float | None = 0.0015, *, closes: bool = False) -> None:
-        self.rtt, self.closes, self.timeouts = rtt, closes, []
+        self.rtt, self.closes = rtt, closes
+        self.timeouts: list[float] = []
 
     async def ping(self, timeout: float) -> float:
         self.timeouts.append(timeout)

@@ -6,7 +6,10 @@
   count) and the fields bee-js reads; ``GET /stamps/{id}/buckets``: every bucket's count;
 - ``PATCH /stamps/topup/{id}/{amount}``, ``PATCH /stamps/dilute/{id}/{depth}``: 202 ``{"batchID", "txHash"}``;
 - ``GET /batches``: every batch known (here: this node's own), as Bee's global list;
-- ``GET /chainstate``: a still chain at Bee's price, so bee-js can price storage.
+- ``GET /chainstate``: a still chain at Bee's price, so bee-js can price storage;
+- ``POST /envelope/{address}`` (header ``Swarm-Postage-Batch-Id``, required): the chunk stamped
+  with the batch (charged as an upload would be) and the stamp signed with the node's key, as
+  Bee's (`swarm.postage.envelope`): 201 ``{"issuer", "index", "timestamp", "signature"}``.
 
 No block passes: ``batchTTL`` is the batch's balance at `PRICE` PLUR per chunk per `BLOCK_TIME`
 seconds, and stays so. The transaction hash is zero (there is no transaction).
@@ -14,14 +17,16 @@ seconds, and stays so. The transaction hash is zero (there is no transaction).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from swarm.api.input import HttpError, handled, parse_hex, parse_uint
-from swarm.postage.batches import Batch, InvalidBatch, Issuer
+from chunks.ethkey import checksum_address
+from swarm.api.input import HttpError, handled, parse_address, parse_hex, parse_uint
+from swarm.postage.batches import Batch, BatchFull, InvalidBatch, Issuer
 from swarm.postage.book import BatchBook, UnknownBatch
 
 __all__ = ["BLOCK_TIME", "PRICE", "postage_routes"]
@@ -82,6 +87,16 @@ def _number(request: Request, name: str) -> int:
 
 def _changed(batch: Batch, status: int) -> JSONResponse:
     return JSONResponse({"batchID": batch.id.hex(), "txHash": _NO_TX}, status_code=status)
+
+
+def _envelope_batch(request: Request) -> bytes:
+    raw = request.headers.get("swarm-postage-batch-id")
+    if raw is None:
+        raise HttpError(400, "invalid header params: Swarm-Postage-Batch-Id is required")
+    try:
+        return parse_hex(raw.strip(), 32, "batch id")
+    except HttpError as exc:
+        raise HttpError(400, f"invalid batch id: {exc.message}") from None
 
 
 def postage_routes(book: BatchBook) -> list[Route]:
@@ -148,7 +163,26 @@ def postage_routes(book: BatchBook) -> list[Route]:
             {"radius": 0, "storageRadius": 0, "commitment": commitment, "reserveCapacityDoubling": 0}
         )
 
+    async def envelope(request: Request) -> Response:
+        address, batch_id = parse_address(request.path_params["address"]), _envelope_batch(request)
+        try:
+            signed = book.envelope(batch_id, address, time.time_ns())
+        except UnknownBatch:
+            raise HttpError(404, f"batch with id not found: {batch_id.hex()}") from None
+        except BatchFull as exc:
+            raise HttpError(402, str(exc)) from None
+        return JSONResponse(
+            {
+                "issuer": checksum_address(signed.issuer),
+                "index": signed.index.hex(),
+                "timestamp": signed.timestamp.hex(),
+                "signature": signed.signature.hex(),
+            },
+            status_code=201,
+        )
+
     return [
+        Route("/envelope/{address}", handled(envelope), methods=["POST"]),
         Route("/reservestate", handled(reserve_state), methods=["GET"]),
         Route("/stamps", handled(stamps), methods=["GET"]),
         Route("/stamps/{id}", handled(stamp), methods=["GET"]),

@@ -20,10 +20,9 @@ from chunks import Chunk
 from swarm.api.input import HttpError, parse_hex
 from swarm.postage.batches import BatchFull
 from swarm.postage.book import BatchBook, UnknownBatch
+from swarm.postage.envelope import STAMP_SIZE
 
 __all__ = ["UploadPostage"]
-
-STAMP_SIZE = 113
 
 
 class UploadPostage:

@@ -17,9 +17,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 from chunks import keccak256
+from chunks.ethkey import Secp256k1Key
 from swarm.postage.batches import Batch, Issuer, Stamp
+from swarm.postage.envelope import Envelope, sign_stamp
 
-__all__ = ["BatchBook", "StateStore", "UnknownBatch"]
+__all__ = ["BatchBook", "NoSigner", "StateStore", "UnknownBatch"]
 
 _BATCH, _BUCKET, _STAMP = b"postage/b/", b"postage/k/", b"postage/s/"
 
@@ -40,12 +42,20 @@ class UnknownBatch(LookupError):
         self.batch_id = batch_id
 
 
-class BatchBook:
-    """Every batch this node made, with its accounting; loaded from ``state`` at start."""
+class NoSigner(LookupError):
+    """The book was given no key, so it cannot sign stamps."""
 
-    def __init__(self, state: StateStore, owner: bytes) -> None:
+
+class BatchBook:
+    """Every batch this node made, with its accounting; loaded from ``state`` at start. ``signer``
+    (the owner's key) signs stamps (`envelope`)."""
+
+    def __init__(self, state: StateStore, owner: bytes, *, signer: Secp256k1Key | None = None) -> None:
+        if signer is not None and signer.owner != owner:
+            raise ValueError("the signer's owner address is not the book's owner")
         self._state = state
         self.owner = owner
+        self._signer = signer
         self._issuers: dict[bytes, Issuer] = _load(state)
 
     def create(self, amount: int, depth: int, *, immutable: bool = True, label: str = "") -> Batch:
@@ -91,6 +101,14 @@ class BatchBook:
                 puts[_BUCKET + batch_id + bucket.to_bytes(4, "big")] = count
             self._save(issuer, puts)
         return stamps
+
+    def envelope(self, batch_id: bytes, address: bytes, timestamp_ns: int) -> Envelope:
+        """Stamp one chunk (`stamp`: its first index if stamped before) and sign the stamp, as
+        Bee's ``POST /envelope`` does; `NoSigner` without a key."""
+        if self._signer is None:
+            raise NoSigner("this batch book has no key to sign stamps with")
+        (stamp,) = self.stamp(batch_id, [address])
+        return sign_stamp(self._signer, batch_id, stamp, timestamp_ns)
 
     def _save(self, issuer: Issuer, puts: dict[bytes, bytes] | None = None) -> None:
         b = issuer.batch

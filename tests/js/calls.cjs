@@ -8,7 +8,7 @@
 // compares them with docs/bee-compat.md's table.
 'use strict'
 
-const { Bee, PrivateKey, Topic, Identifier } = require('@ethersphere/bee-js')
+const { Bee, PrivateKey, Topic, Identifier, Signature } = require('@ethersphere/bee-js')
 
 const out = {}
 async function run(name, fn) {
@@ -251,7 +251,18 @@ async function main() {
   await run('getGrantees', () => writer.getGrantees('00'.repeat(32)))
   await run('createGrantees', () => writer.createGrantees(batch, [key.publicKey()]))
   await run('patchGrantees', () => writer.patchGrantees(batch, '00'.repeat(32), '11'.repeat(32), { add: [key.publicKey()] }))
-  await run('createEnvelope', () => writer.createEnvelope(batch, out.uploadChunk.value))
+  await run('createEnvelope', async () => {
+    const envelope = await writer.createEnvelope(batch, out.uploadChunk.value)
+    const signed = Buffer.concat([Buffer.from(out.uploadChunk.value, 'hex'), Buffer.from(envelope.batchId.toUint8Array()), envelope.index, envelope.timestamp])
+    const ethereum = (await writer.getNodeAddresses()).ethereum
+    return {
+      issuer: hex(envelope.issuer),
+      index: hex(envelope.index),
+      timestamp: hex(envelope.timestamp),
+      signature: hex(envelope.signature),
+      verified: new Signature(envelope.signature).isValid(signed, ethereum), // by bee-js itself
+    }
+  })
   await run('rchash', () => writer.rchash(4, '00', '11'))
   await run('getReserveState', () => writer.getReserveState())
   await run('getBlocklist', () => writer.getBlocklist())
