@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,6 +23,7 @@ from streamer.channel import TlsCredentials
 from streamer.connection import Disconnect, PeerConnection, close_quietly
 from streamer.handshake import HandshakeFailed, handshake
 from streamer.messages import GoodbyeCode, Handshake
+from swarm.net.greeting_slots import GreetingSlots
 from swarm.net.logbudget import LogBudget
 from swarm.net.peer import Peer
 
@@ -31,10 +32,14 @@ __all__ = ["RECENT_DISCONNECTIONS", "TRAFFIC", "Disconnection", "Sessions"]
 log = logging.getLogger(__name__)
 
 MAX_GREETINGS = 128
-"""Inbound connections still in their greeting, at most; more are closed at once (a flood of
-half-open connections must not slow the honest handshakes down)."""
-MAX_GREETINGS_PER_HOST = 16
+"""Inbound connections still in their greeting, at most (a flood of half-open connections must
+not slow the honest handshakes down); a newcomer from a less busy address takes the slot of the
+busiest address's oldest greeting (`swarm.net.greeting_slots`), others are closed at once."""
+MAX_GREETINGS_PER_HOST = 8
 """The same, from one remote address, so that one host cannot take all of MAX_GREETINGS."""
+GREETING_SILENCE = 3.0
+"""Seconds an inbound connection may stay silent before its first byte (an honest peer opens
+with its TLS ClientHello or its Hello at once); then it is closed."""
 RECENT_DISCONNECTIONS = 16
 """How many ended sessions are remembered (newest first), so dropped peers stay visible."""
 TRAFFIC = ("payload_bytes_in", "protocol_bytes_in", "payload_bytes_out", "protocol_bytes_out")
@@ -80,7 +85,8 @@ class Sessions:
         self.violations = 0
         self.handshakes_refused = 0
         self.turned_away = 0  # inbound connections closed at once: too many greetings under way
-        self._greeting: Counter[str] = Counter()  # remote host -> inbound greetings under way
+        self._slots = GreetingSlots(total=MAX_GREETINGS, per_host=MAX_GREETINGS_PER_HOST)
+        self._greeting_scopes: dict[int, trio.CancelScope] = {}  # slot token -> its greeting
         self._refusals_logged = LogBudget()
         self._nursery: trio.Nursery | None = None
 
@@ -97,26 +103,33 @@ class Sessions:
     @property
     def greetings(self) -> int:
         """Inbound connections in their greeting now."""
-        return self._greeting.total()
+        return len(self._slots)
 
     # -- connections ------------------------------------------------------------------------
 
     async def accept(self, stream: trio.SocketStream) -> None:
         """Serve an inbound connection (the listener's handler)."""
-        host = _remote_host(stream)
-        if self._greeting.total() >= MAX_GREETINGS or self._greeting[host] >= MAX_GREETINGS_PER_HOST:
+        grant = self._slots.admit(_remote_host(stream))
+        if grant.token is None:
             self.turned_away += 1
             await close_quietly(stream)
             return
-        self._greeting[host] += 1
-        try:
-            conn = await self._greet(stream, outbound=False)
-        except HandshakeFailed:
+        if grant.evicted is not None:  # a busier address's oldest greeting gives way
+            self.turned_away += 1
+            self._greeting_scopes.pop(grant.evicted).cancel()
+        conn = None
+        with trio.CancelScope() as scope:
+            self._greeting_scopes[grant.token] = scope
+            try:
+                conn = await self._greet(stream, outbound=False)
+            except HandshakeFailed:
+                return
+            finally:
+                self._slots.release(grant.token)
+                self._greeting_scopes.pop(grant.token, None)
+        if conn is None:  # evicted
+            await close_quietly(stream)
             return
-        finally:
-            self._greeting[host] -= 1
-            if not self._greeting[host]:
-                del self._greeting[host]
         await self._run_session(conn)
 
     async def connect(self, host: str, port: int) -> PeerConnection:
@@ -169,6 +182,7 @@ class Sessions:
                 network_id=self.network_id,
                 outbound=outbound,
                 credentials=self._credentials,
+                silence=None if outbound else GREETING_SILENCE,
             )
         except HandshakeFailed as exc:
             self.handshakes_refused += 1

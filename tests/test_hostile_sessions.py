@@ -1,0 +1,72 @@
+"""Floods of connections and sessions against a real node process (issue 30, items 2, 7 and 11).
+
+The attacker is `swarm.testing.intruder`: raw TCP sockets that never speak, or handshaken
+sessions from throwaway identities over the node's own channel (TLS, as `swarm node` runs by
+default). Each test checks what the flood must not do: take the slots honest peers need, keep a
+silent socket open for long, or grow the node's memory without bound.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import trio
+
+from swarm.net.sessions import GREETING_SILENCE, MAX_GREETINGS
+from swarm.testing import NodeProcess
+from swarm.testing.intruder import Intruder, silent
+
+HONEST_WITHIN = 3.0  # seconds an honest handshake may take under the flood (it takes milliseconds)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+async def closed_after(stream: trio.SocketStream) -> float:
+    """Seconds until the node closes a connection we never speak on."""
+    started = time.monotonic()
+    try:
+        while await stream.receive_some(4096):
+            pass
+    except trio.BrokenResourceError:
+        pass
+    return time.monotonic() - started
+
+
+def test_silent_sockets_from_a_few_addresses_neither_lock_honest_peers_out_nor_linger(tmp_path: Path) -> None:
+    """130 half-open sockets from 9 addresses once left honest handshakes succeeding 4 times in
+    18, and a silent socket stayed open for 10 s and more. Now one address holds a few greeting
+    slots at most, a newcomer from another address takes the busiest one's oldest slot when all
+    are taken, and a connection that sends nothing is closed after GREETING_SILENCE."""
+
+    async def attack(port: int) -> None:
+        with trio.fail_after(60):
+            flood = []
+            sources = [f"127.0.0.{i}" for i in range(2, 11)]
+            for _ in range(MAX_GREETINGS // len(sources) + 2):  # more than every slot
+                for source in sources:
+                    flood.append(await silent("127.0.0.1", port, source=source))
+            intruder = Intruder("127.0.0.1", port, tls=True)
+            try:
+                for _ in range(18):
+                    started = time.monotonic()
+                    session = await intruder.session(source="127.0.0.11")
+                    assert time.monotonic() - started < HONEST_WITHIN
+                    await session.aclose()
+                lone = await silent("127.0.0.1", port, source="127.0.0.12")
+                waited = await closed_after(lone)
+                assert GREETING_SILENCE - 0.5 < waited < GREETING_SILENCE + 2
+            finally:
+                for stream in flood:
+                    await stream.aclose()
+
+    with NodeProcess(tmp_path / "target") as target:
+        trio.run(attack, target.p2p[1])
+        status = target.get("/sync").json()["totals"]
+        assert status["turned_away"] > 0
+        assert target.get("/health").status_code == 200
