@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kademlia import PeerTable, get_strategy
 from kademlia.addresses import AddressBook, Backoff, DialPolicy
+from kademlia.admission import inbound_refusal
 from kademlia.manager import ConnectionManager
 from pot import MAX_PO
 from streamer.channel import TlsCredentials
@@ -73,6 +74,7 @@ def build_network_services(
         connected=lambda peer: wiring().connected(peer),
         disconnected=lambda peer: wiring().disconnected(peer),
         credentials=TlsCredentials() if config.channel == "tls" else None,
+        refusal=lambda peer: inbound_refusal(table, peer, max_connections=config.max_connections),
     )
     manager = ConnectionManager(
         table,

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import trio
 
+from pot import proximity
+from streamer.identity import NodeIdentity
 from swarm.net.sessions import GREETING_SILENCE, MAX_GREETINGS
 from swarm.testing import NodeProcess
 from swarm.testing.intruder import Intruder, silent
@@ -70,3 +72,51 @@ def test_silent_sockets_from_a_few_addresses_neither_lock_honest_peers_out_nor_l
         status = target.get("/sync").json()["totals"]
         assert status["turned_away"] > 0
         assert target.get("/health").status_code == 200
+
+
+def identity_in_bin(target: bytes, at_least: int) -> NodeIdentity:
+    """A throwaway identity whose overlay lies in bin `at_least` or deeper of `target`: a peer
+    the target's table wants (its deep bins are empty)."""
+    while True:
+        identity = NodeIdentity.generate()
+        if proximity(identity.overlay(1), target) >= at_least:
+            return identity
+
+
+def test_a_flood_of_handshaken_sessions_is_capped_and_an_honest_peer_still_gets_in(tmp_path: Path) -> None:
+    """2,500 handshaken sessions from fresh identities once took a node from 66 MB to 1.32 GB
+    (1.38 GB after they left) and an honest handshake then failed after 19 s. Now an inbound
+    session past what the table wants is refused right after the handshake (kademlia.admission):
+    the sessions held stay bounded, so does memory, and a peer the table wants gets in at once."""
+    flood_size = 400
+
+    async def attack(port: int, pid: int, target: bytes) -> tuple[float, float]:
+        with trio.fail_after(120):
+            intruder = Intruder("127.0.0.1", port, tls=True, advertise=True)
+            held = []
+            try:
+                for _ in range(flood_size):
+                    held.append(await intruder.session(source="127.0.0.2"))
+                during = rss_mb(pid)
+                honest = identity_in_bin(target, 8)
+                started = time.monotonic()
+                session = await intruder.session(honest, source="127.0.0.3")
+                assert time.monotonic() - started < HONEST_WITHIN
+                with trio.move_on_after(1):  # it is kept: no Goodbye follows
+                    assert await session.receive() is not None
+                await session.aclose()
+            finally:
+                for s in held:
+                    await s.aclose()
+            return during, time.monotonic()
+
+    with NodeProcess(tmp_path / "target") as target:
+        assert target.proc is not None
+        before = rss_mb(target.proc.pid)
+        overlay = bytes.fromhex(target.overlay)
+        during, _ = trio.run(attack, target.p2p[1], target.proc.pid, overlay)
+        totals = target.get("/sync").json()["totals"]
+        assert totals["sessions_refused"] > flood_size // 2
+        assert during - before < 60
+        assert target.get("/health").status_code == 200
+        assert target.stop(timeout=10) == 0

@@ -71,8 +71,11 @@ class Sessions:
         connected: Callable[[Peer], None],
         disconnected: Callable[[Peer], None],
         credentials: TlsCredentials | None = None,
+        refusal: Callable[[bytes], str | None] = lambda overlay: None,
     ) -> None:
+        """``refusal`` says why an inbound session from an overlay is not taken (None: it is)."""
         self._credentials = credentials  # None: a plain channel
+        self._refusal = refusal
         self._local_handshake = local_handshake
         self._make_peer = make_peer
         self.network_id = network_id
@@ -85,6 +88,7 @@ class Sessions:
         self.violations = 0
         self.handshakes_refused = 0
         self.turned_away = 0  # inbound connections closed at once: too many greetings under way
+        self.sessions_refused = 0  # inbound sessions not taken: the table does not want them
         self._slots = GreetingSlots(total=MAX_GREETINGS, per_host=MAX_GREETINGS_PER_HOST)
         self._greeting_scopes: dict[int, trio.CancelScope] = {}  # slot token -> its greeting
         self._refusals_logged = LogBudget()
@@ -195,12 +199,14 @@ class Sessions:
     async def _run_session(self, conn: PeerConnection, ready: trio.Event | None = None) -> None:
         """Register the peer, run its connection until it ends, clean up after it."""
         existing = self.peers.get(conn.overlay)
+        refusal = None if conn.outbound else self._refusal(conn.overlay)
+        if refusal is not None:
+            self.sessions_refused += 1
+            await _refuse(conn, GoodbyeCode.OVERLOADED, refusal, ready)
+            return
         if existing is not None:
             if _keep_existing(existing.conn, conn, self.overlay):
-                conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "already connected")
-                if ready is not None:
-                    ready.set()
-                await conn.run(_drop)
+                await _refuse(conn, GoodbyeCode.DUPLICATE_CONNECTION, "already connected", ready)
                 return
             existing.conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "replaced by a newer connection")
             self._forget(existing)
@@ -273,6 +279,14 @@ def _keep_existing(existing: PeerConnection, new: PeerConnection, own: bytes) ->
     dialler_of_new = own if new.outbound else new.overlay
     dialler_of_existing = own if existing.outbound else existing.overlay
     return dialler_of_existing < dialler_of_new
+
+
+async def _refuse(conn: PeerConnection, code: int, reason: str, ready: trio.Event | None) -> None:
+    """Say Goodbye on an established connection we do not keep, and see it closed."""
+    conn.close(code, reason)
+    if ready is not None:
+        ready.set()
+    await conn.run(_drop)
 
 
 async def _drop(msg: object) -> None:
