@@ -75,6 +75,7 @@ def build_network_services(
         disconnected=lambda peer: wiring().disconnected(peer),
         credentials=TlsCredentials() if config.channel == "tls" else None,
         refusal=lambda peer: inbound_refusal(table, peer, max_connections=config.max_connections),
+        retired=lambda peer: wiring().retired(peer),
     )
     manager = ConnectionManager(
         table,

@@ -16,7 +16,7 @@ import trio
 from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.net.sessions import GREETING_SILENCE, MAX_GREETINGS
-from swarm.testing import NodeProcess
+from swarm.testing import NodeProcess, wait_for
 from swarm.testing.intruder import Intruder, silent
 
 HONEST_WITHIN = 3.0  # seconds an honest handshake may take under the flood (it takes milliseconds)
@@ -120,3 +120,33 @@ def test_a_flood_of_handshaken_sessions_is_capped_and_an_honest_peer_still_gets_
         assert during - before < 60
         assert target.get("/health").status_code == 200
         assert target.stop(timeout=10) == 0
+
+
+async def test_one_off_identities_leave_the_known_peers_and_their_counters_bounded(tmp_path: Path) -> None:
+    """3,000 one-off connections once left 3,000 known peers and about 3 KB of memory each, for
+    good. Now a peer the address book does not keep leaves the table when it goes, the book is
+    bounded per bin, and the counters of peers long gone are summed under one entry; the
+    node-wide totals still count every byte."""
+    from kademlia.addresses import DEFAULT_PER_BIN
+    from swarm.net.sessions import KEEP_GONE
+    from swarm.testing import node_config, start_node
+    from syncer.stats import RETIRED
+
+    one_offs = 1500  # benches/fuzz.py --case one-offs runs 3,000
+    with trio.fail_after(240):
+        async with trio.open_nursery() as nursery:
+            node = await start_node(nursery, node_config(tmp_path / "target", api_port=None, channel="plain"))
+            # without a listen address, then with one (the book keeps those: 200 fill its first bins)
+            for count, advertise in ((one_offs - 200, False), (200, True)):
+                intruder = Intruder("127.0.0.1", node.p2p_port, tls=False, advertise=advertise)
+                for _ in range(count):
+                    session = await intruder.session()
+                    await session.ping()
+                    await session.aclose()
+            await wait_for(lambda: not node.sessions.peers)
+            assert node.table.known_count() <= len(node.topology.book) <= DEFAULT_PER_BIN * 16
+            assert len(node.sessions.past_traffic) <= KEEP_GONE + 1
+            assert len(node.puller.stats) <= KEEP_GONE + 1
+            retired = node.sessions.past_traffic[RETIRED]
+            assert retired["protocol_bytes_in"] > one_offs  # what the retired peers sent is still counted
+            nursery.cancel_scope.cancel()

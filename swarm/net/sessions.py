@@ -26,8 +26,9 @@ from streamer.messages import GoodbyeCode, Handshake
 from swarm.net.greeting_slots import GreetingSlots
 from swarm.net.logbudget import LogBudget
 from swarm.net.peer import Peer
+from syncer.stats import RETIRED
 
-__all__ = ["RECENT_DISCONNECTIONS", "TRAFFIC", "Disconnection", "Sessions"]
+__all__ = ["KEEP_GONE", "RECENT_DISCONNECTIONS", "TRAFFIC", "Disconnection", "Sessions"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ MAX_GREETINGS_PER_HOST = 8
 GREETING_SILENCE = 3.0
 """Seconds an inbound connection may stay silent before its first byte (an honest peer opens
 with its TLS ClientHello or its Hello at once); then it is closed."""
+KEEP_GONE = 256
+"""Peers gone whose own counters are kept; older ones are summed under `RETIRED` (so a stream
+of one-off identities costs no memory per identity)."""
 RECENT_DISCONNECTIONS = 16
 """How many ended sessions are remembered (newest first), so dropped peers stay visible."""
 TRAFFIC = ("payload_bytes_in", "protocol_bytes_in", "payload_bytes_out", "protocol_bytes_out")
@@ -72,10 +76,14 @@ class Sessions:
         disconnected: Callable[[Peer], None],
         credentials: TlsCredentials | None = None,
         refusal: Callable[[bytes], str | None] = lambda overlay: None,
+        retired: Callable[[bytes], None] = lambda overlay: None,
     ) -> None:
-        """``refusal`` says why an inbound session from an overlay is not taken (None: it is)."""
+        """``refusal`` says why an inbound session from an overlay is not taken (None: it is);
+        ``retired`` is told of a peer gone long enough for its own counters to be dropped."""
         self._credentials = credentials  # None: a plain channel
         self._refusal = refusal
+        self._retired = retired
+        self._gone: dict[bytes, None] = {}  # peers gone whose counters are kept, oldest first
         self._local_handshake = local_handshake
         self._make_peer = make_peer
         self.network_id = network_id
@@ -212,6 +220,7 @@ class Sessions:
             self._forget(existing)
         peer = self._make_peer(conn)
         self.peers[conn.overlay] = peer
+        self._gone.pop(conn.overlay, None)
         self._connected(peer)
         log.info("peer %s connected (%s, po %d)", peer, "out" if conn.outbound else "in", peer.po)
         if ready is not None:
@@ -235,6 +244,18 @@ class Sessions:
             totals[name] += getattr(peer.conn.stats, name)
         peer.closed("peer disconnected")
         self._disconnected(peer)
+        self._gone[peer.overlay] = None
+        while len(self._gone) > KEEP_GONE:
+            self._retire(next(iter(self._gone)))
+
+    def _retire(self, overlay: bytes) -> None:
+        del self._gone[overlay]
+        traffic = self.past_traffic.pop(overlay, None)
+        if traffic is not None:
+            retired = self.past_traffic.setdefault(RETIRED, dict.fromkeys(TRAFFIC, 0))
+            for name in TRAFFIC:
+                retired[name] += traffic[name]
+        self._retired(overlay)
 
     def _ended(self, peer: Peer, disconnect: Disconnect) -> None:
         self.violations += disconnect.violation

@@ -68,5 +68,10 @@ class Topology:
         self.table.connect(overlay)
 
     def disconnected(self, overlay: bytes) -> None:
-        self.table.disconnect(overlay)
+        """A session ended; a peer the book does not keep (it told no address, or its bin is full)
+        is forgotten, so that one-off identities do not pile up in the table."""
+        if overlay in self.book:
+            self.table.disconnect(overlay)
+        else:
+            self.table.remove_known(overlay)
         self._changed()

@@ -19,7 +19,7 @@ from streamer.channel import TlsCredentials, open_channel
 from streamer.codec import encode
 from streamer.framing import FrameDecoder
 from streamer.identity import NodeIdentity, make_handshake
-from streamer.messages import NONCE_SIZE, PROTOCOL_VERSION, Goodbye, Handshake, Hello, Message
+from streamer.messages import NONCE_SIZE, PROTOCOL_VERSION, Goodbye, Handshake, Hello, Message, Ping, Pong
 
 __all__ = ["Intruder", "IntruderRefused", "silent"]
 
@@ -104,6 +104,13 @@ class IntruderSession:
         if isinstance(msg, Goodbye):
             raise IntruderRefused(f"Goodbye {msg.code}: {msg.reason}")
         return msg
+
+    async def ping(self, nonce: int = 1) -> None:
+        """Send a Ping and read until its Pong: the target has read all we sent before."""
+        await self.stream.send_all(encode(Ping(nonce)))
+        while (msg := await self.receive()) != Pong(nonce):
+            if msg is None:
+                raise IntruderRefused("closed before it answered our Ping")
 
     async def drain(self) -> None:
         """Read (and drop) what the target sends until it closes the connection."""
