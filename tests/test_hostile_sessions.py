@@ -150,3 +150,36 @@ async def test_one_off_identities_leave_the_known_peers_and_their_counters_bound
             retired = node.sessions.past_traffic[RETIRED]
             assert retired["protocol_bytes_in"] > one_offs  # what the retired peers sent is still counted
             nursery.cancel_scope.cancel()
+
+
+async def test_a_node_sent_away_learns_where_else_to_go_and_backs_off(tmp_path: Path) -> None:
+    """A refused inbound session is told our record and the records closest to it before the
+    Goodbye (so a newcomer whose only bootnode is full still finds the swarm), and the node sent
+    away backs off from redialling (at once, it would only be sent away again)."""
+    from streamer.codec import encode
+    from streamer.identity import make_peer_record
+    from streamer.messages import Peers
+    from swarm.testing import node_config, start_node
+
+    others = [
+        make_peer_record(NodeIdentity.generate(), network_id=1, host="127.0.0.1", port=30000 + i)
+        for i in range(5)
+    ]
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            full = await start_node(nursery, node_config(tmp_path / "full", api_port=None, channel="plain"))
+            teller = await Intruder("127.0.0.1", full.p2p_port, tls=False).session()
+            await teller.stream.send_all(encode(Peers(tuple(others))))
+            await teller.ping()
+            await wait_for(lambda: len(full.gossip.records) == len(others))
+            full.sessions._refusal = lambda overlay: "full, for this test"
+            cfg = node_config(
+                tmp_path / "newcomer", api_port=None, channel="plain", peers=[("127.0.0.1", full.p2p_port)]
+            )
+            newcomer = await start_node(nursery, cfg)
+            await wait_for(lambda: newcomer.manager.backoff.failures(full.overlay) >= 1)
+            assert full.sessions.sessions_refused >= 1
+            assert {r.overlay for r in others} <= {a.overlay for a in newcomer.topology.book}
+            assert newcomer.overlay not in full.sessions.peers
+            await teller.aclose()
+            nursery.cancel_scope.cancel()

@@ -22,7 +22,8 @@ from kademlia.addresses import PeerAddress
 from streamer.channel import TlsCredentials
 from streamer.connection import Disconnect, PeerConnection, close_quietly
 from streamer.handshake import HandshakeFailed, handshake
-from streamer.messages import GoodbyeCode, Handshake
+from streamer.messages import GoodbyeCode, Handshake, Message
+from streamer.outbox import Priority
 from swarm.net.greeting_slots import GreetingSlots
 from swarm.net.logbudget import LogBudget
 from swarm.net.peer import Peer
@@ -77,12 +78,18 @@ class Sessions:
         credentials: TlsCredentials | None = None,
         refusal: Callable[[bytes], str | None] = lambda overlay: None,
         retired: Callable[[bytes], None] = lambda overlay: None,
+        parting: Callable[[bytes], Message | None] = lambda overlay: None,
+        turned_down: Callable[[bytes], object] = lambda overlay: None,
     ) -> None:
         """``refusal`` says why an inbound session from an overlay is not taken (None: it is);
-        ``retired`` is told of a peer gone long enough for its own counters to be dropped."""
+        ``retired`` is told of a peer gone long enough for its own counters to be dropped;
+        ``parting`` is what a refused peer is sent before the Goodbye (peers to try instead);
+        ``turned_down`` is told of a peer we dialled that sent us away (full, or pruning us)."""
         self._credentials = credentials  # None: a plain channel
         self._refusal = refusal
         self._retired = retired
+        self._parting = parting
+        self._turned_down = turned_down
         self._gone: dict[bytes, None] = {}  # peers gone whose counters are kept, oldest first
         self._local_handshake = local_handshake
         self._make_peer = make_peer
@@ -210,7 +217,10 @@ class Sessions:
         refusal = None if conn.outbound else self._refusal(conn.overlay)
         if refusal is not None:
             self.sessions_refused += 1
-            await _refuse(conn, GoodbyeCode.OVERLOADED, refusal, ready)
+            parting = self._parting(conn.overlay)
+            if parting is not None:
+                conn.send_nowait(parting, Priority.LIVE)  # an empty outbox: never full
+            await _refuse(conn, GoodbyeCode.OVERLOADED, refusal, ready, flush=True)
             return
         if existing is not None:
             if _keep_existing(existing.conn, conn, self.overlay):
@@ -259,6 +269,8 @@ class Sessions:
 
     def _ended(self, peer: Peer, disconnect: Disconnect) -> None:
         self.violations += disconnect.violation
+        if peer.conn.outbound and disconnect.by == "remote" and disconnect.code in _SENT_AWAY:
+            self._turned_down(peer.overlay)  # redialling at once would be sent away again
         code = _code_name(disconnect.code)
         self.disconnections.appendleft(
             Disconnection(
@@ -283,6 +295,9 @@ class Sessions:
         return totals
 
 
+_SENT_AWAY = (GoodbyeCode.OVERLOADED, GoodbyeCode.PRUNED)
+
+
 def _remote_host(stream: trio.SocketStream) -> str:
     try:
         return str(stream.socket.getpeername()[0])
@@ -302,9 +317,12 @@ def _keep_existing(existing: PeerConnection, new: PeerConnection, own: bytes) ->
     return dialler_of_existing < dialler_of_new
 
 
-async def _refuse(conn: PeerConnection, code: int, reason: str, ready: trio.Event | None) -> None:
-    """Say Goodbye on an established connection we do not keep, and see it closed."""
-    conn.close(code, reason)
+async def _refuse(
+    conn: PeerConnection, code: int, reason: str, ready: trio.Event | None, *, flush: bool = False
+) -> None:
+    """Say Goodbye on an established connection we do not keep (after what is queued, if
+    `flush`), and see it closed."""
+    conn.close(code, reason, flush=flush)
     if ready is not None:
         ready.set()
     await conn.run(_drop)
