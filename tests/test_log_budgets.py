@@ -80,3 +80,23 @@ async def test_a_flood_of_bad_gossip_records_writes_at_most_the_budget(
             nursery.cancel_scope.cancel()
     warned = [r for r in caplog.records if "dropped a peer record" in r.getMessage()]
     assert 1 <= len(warned) <= node.log_budgets.burst
+
+
+async def test_a_flood_of_protocol_violations_writes_at_most_the_budget(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each of 40 peers breaks the protocol (an unknown message type) and is dropped: every
+    violation is counted, at most the budget's burst of lines name one."""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            node = await start_node(nursery, node_config(tmp_path / "target", api_port=None, channel="plain"))
+            intruder = Intruder("127.0.0.1", node.p2p_port, tls=False)
+            for _ in range(40):
+                session = await intruder.session()
+                await session.stream.send_all(b"\x00\x00\x00\x02\xee\xee")  # an unknown message type
+                await session.drain()
+                await session.aclose()
+            await wait_for(lambda: node.sessions.violations == 40)
+            nursery.cancel_scope.cancel()
+    lines = [r for r in caplog.records if "broke the protocol" in r.getMessage()]
+    assert 1 <= len(lines) <= node.log_budgets.burst

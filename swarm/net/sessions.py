@@ -37,7 +37,7 @@ MAX_GREETINGS = 128
 """Inbound connections still in their greeting, at most (a flood of half-open connections must
 not slow the honest handshakes down); a newcomer from a less busy address takes the slot of the
 busiest address's oldest greeting (`swarm.net.greeting_slots`), others are closed at once."""
-MAX_GREETINGS_PER_HOST = 8
+MAX_GREETINGS_PER_HOST = 16
 """The same, from one remote address, so that one host cannot take all of MAX_GREETINGS."""
 GREETING_SILENCE = 3.0
 """Seconds an inbound connection may stay silent before its first byte (an honest peer opens
