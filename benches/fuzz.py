@@ -7,7 +7,11 @@ one seeded `random.Random`:
   repeated or inserted), fed to a `FrameDecoder` in random pieces;
 - ``session``: sequences of upstream messages with fields from small ranges (so they get deep
   into the rules) fed to a `DownstreamSession` that subscribes and answers as a client would;
-- ``greeting``: decoded damaged frames fed to a `HandshakeMachine`.
+- ``greeting``: decoded damaged frames fed to a `HandshakeMachine`;
+- ``greeting_slots`` and ``normalise``: the network's pure guards (`benches.fuzz_net`).
+
+With ``--attacks`` it then attacks a real node process (`benches.fuzz_net`): a session flood,
+silent sockets, bad gossip and one-off identities, each with its figures.
 
 Prints one JSON line: inputs and frames per second per driver, and the count of each outcome
 ("clean", "done", or the exception type). Any exception type outside `swarm.testing.fuzz.EXPECTED` stops
@@ -34,6 +38,7 @@ from typing import Any
 
 import trio
 
+from benches import fuzz_net
 from streamer.codec import encode
 from streamer.identity import NodeIdentity
 from streamer.messages import (
@@ -106,7 +111,9 @@ def campaign(seconds: float, drive: Callable[[], int]) -> dict[str, float]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     identity = NodeIdentity.generate()
-    outcomes = {name: Counter[str]() for name in ("decoder", "session", "greeting")}
+    outcomes = {
+        name: Counter[str]() for name in ("decoder", "session", "greeting", "greeting_slots", "normalise")
+    }
 
     def decoder() -> int:
         msgs = [random_message(rng) for _ in range(rng.randrange(1, 6))]
@@ -125,13 +132,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         feed_greeting(msgs, outcomes["greeting"], identity)
         return len(msgs)
 
-    drivers = (("decoder", decoder), ("session", session), ("greeting", greeting))
+    drivers = (
+        ("decoder", decoder),
+        ("session", session),
+        ("greeting", greeting),
+        ("greeting_slots", lambda: fuzz_net.greeting_slots(rng, outcomes["greeting_slots"])),
+        ("normalise", lambda: fuzz_net.normalise(rng, outcomes["normalise"])),
+    )
     rates = {name: campaign(args.seconds, drive) for name, drive in drivers}
     return {
         "bench": "fuzz",
         "seconds_each": args.seconds,
         "seed": args.seed,
         **{name: {**rates[name], "outcomes": dict(outcomes[name].most_common())} for name in rates},
+        **({"attacks": fuzz_net.attacks(args)} if args.attacks else {}),
     }
 
 
@@ -287,6 +301,9 @@ def main() -> None:
     parser.add_argument(
         "--api", action="store_true", help="only the hostile API cases against a node process (issue 30)"
     )
+    parser.add_argument("--attacks", action="store_true", help="then attack a node process (fuzz_net)")
+    parser.add_argument("--sessions", type=int, default=2500, help="of the session flood (default 2500)")
+    parser.add_argument("--gossip-seconds", type=float, default=20.0, help="of the bad gossip (default 20)")
     args = parser.parse_args()
     if args.api:
         print(json.dumps({"bench": "fuzz-api", **api_cases(args.seconds)}))

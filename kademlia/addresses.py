@@ -105,12 +105,45 @@ class AddressBook:
         return iter(list(self._addresses.values()))
 
 
+def normalise_host(host: str) -> str | None:
+    """The canonical text of an IP literal, None if `host` is not one.
+
+    An IPv4 address written as IPv6 (mapped `::ffff:127.0.0.1`, translated `::ffff:0:127.0.0.1`,
+    or the deprecated compatible `::127.0.0.1`) is the IPv4 address: the dial policy judges
+    `127.0.0.1`, not a string it does not recognise, and the book keeps one form per address.
+    IPv6 is written compressed and in lower case, without a zone.
+    """
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv4Address):
+        return str(ip)
+    embedded = _embedded_ipv4(ip)
+    if embedded is not None:
+        return str(embedded)
+    return str(ipaddress.IPv6Address(int(ip)))  # drops a %zone
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    value = int(ip)
+    if value >> 32 == 0xFFFF0000:  # ::ffff:0:a.b.c.d, IPv4-translated (RFC 2765)
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    if value >> 32 == 0 and value > 1:  # ::a.b.c.d, IPv4-compatible (RFC 4291, deprecated); not :: or ::1
+        return ipaddress.IPv4Address(value)
+    return None
+
+
 class DialPolicy:
     """Which hosts may be dialled: IP literals inside the allowed networks, nothing else.
 
     A host name in a gossiped record would make the node resolve names a stranger chose; an
     address outside the network's range (a loopback swarm's node told to dial the internet, or a
-    public node told to dial its operator's loopback) is refused the same way.
+    public node told to dial its operator's loopback) is refused the same way. Hosts are judged in
+    their normal form (`normalise_host`), so `::ffff:127.0.0.1` is judged as `127.0.0.1`; an IPv6
+    address that tunnels to an IPv4 one (6to4, Teredo) is judged by that one too.
     """
 
     def __init__(self, networks: Iterable[str]) -> None:
@@ -128,10 +161,12 @@ class DialPolicy:
         return _PublicPolicy()
 
     def allows(self, host: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(host)
-        except ValueError:
+        normal = normalise_host(host)
+        if normal is None:
             return False
+        return all(self._allows(ip) for ip in _judged(normal))
+
+    def _allows(self, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
         return any(ip in network for network in self.networks)
 
     def __str__(self) -> str:
@@ -142,15 +177,23 @@ class _PublicPolicy(DialPolicy):
     def __init__(self) -> None:
         super().__init__([])
 
-    def allows(self, host: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(host)
-        except ValueError:
-            return False
+    def _allows(self, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
         return not (ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified)
 
     def __str__(self) -> str:
         return "any address but loopback, link-local and multicast"
+
+
+def _judged(normal: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The address, and the IPv4 address it tunnels to (6to4, Teredo's client), if any."""
+    ip = ipaddress.ip_address(normal)
+    judged: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [ip]
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.sixtofour is not None:
+            judged.append(ip.sixtofour)
+        if ip.teredo is not None:
+            judged.append(ip.teredo[1])
+    return judged
 
 
 @dataclass

@@ -217,17 +217,27 @@ class PeerConnection:
                 raise
             # otherwise: a violation (handled above) or the connection closing under the task
 
-    def close(self, code: int = GoodbyeCode.NORMAL, reason: str = "", *, violation: bool = False) -> None:
-        """Close from our side: drop what is queued, send a Goodbye, end `run()`.
+    def close(
+        self,
+        code: int = GoodbyeCode.NORMAL,
+        reason: str = "",
+        *,
+        violation: bool = False,
+        flush: bool = False,
+    ) -> None:
+        """Close from our side: drop what is queued (unless `flush`: then it goes out first), send
+        a Goodbye, end `run()`.
 
         Idempotent; the first reason wins.
         """
         if self._disconnect is not None:
             return
         self._disconnect = Disconnect("local", int(code), reason, violation)
-        self._outbox.clear()
+        if not flush:
+            self._outbox.clear()
+        last = Priority.HISTORICAL if flush else Priority.RETRIEVAL
         with suppress(trio.WouldBlock, trio.ClosedResourceError):
-            self._outbox.put_nowait(Goodbye(code=code, reason=clip_reason(reason)), Priority.RETRIEVAL)
+            self._outbox.put_nowait(Goodbye(code=code, reason=clip_reason(reason)), last)
         self._outbox.close()
         if self._scope is not None:
             self._scope.deadline = min(self._scope.deadline, trio.current_time() + GOODBYE_TIMEOUT)

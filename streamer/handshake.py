@@ -7,6 +7,7 @@ refused) and raises `HandshakeFailed` naming who refused.
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Callable
 from contextlib import suppress
@@ -36,6 +37,10 @@ __all__ = ["HANDSHAKE_TIMEOUT", "HandshakeFailed", "handshake"]
 HANDSHAKE_TIMEOUT = 10.0
 
 
+class _Silent(Exception):
+    """Nothing arrived within the silence limit."""
+
+
 class HandshakeFailed(Exception):
     """The handshake did not complete; `by` says which side refused ("local" or "remote")."""
 
@@ -56,6 +61,7 @@ async def handshake(
     timeout: float = HANDSHAKE_TIMEOUT,
     outbox_capacity: int = 64,
     credentials: TlsCredentials | None = None,
+    silence: float | None = None,
 ) -> PeerConnection:
     """Open the channel and greet and verify a peer on it; returns the connection, ready to `run`.
 
@@ -65,18 +71,34 @@ async def handshake(
     the other side's nonce and the channel binding, so a handshake recorded on one connection, or
     relayed from another channel, is worthless on this one. On failure the stream is closed (after
     a Goodbye saying why, if we refused) and `HandshakeFailed` is raised.
+
+    With `silence`, a peer that sends not a byte within that many seconds is given up on then
+    (an honest one opens with its ClientHello or its Hello at once), not after `timeout`.
     """
     decoder = FrameDecoder()
     nonce = secrets.token_bytes(NONCE_SIZE)
+    raw = stream
     try:
         with trio.fail_after(timeout):
-            stream, binding = await open_channel(stream, credentials, server_side=not outbound)
-            machine = HandshakeMachine(
-                nonce, make_local, network_id=network_id, version=version, binding=binding
-            )
-            await _exchange(stream, machine, decoder)
+            with trio.CancelScope() as quiet:
+                if silence is not None:
+                    quiet.deadline = trio.current_time() + silence
+                    stream = _Heard(stream, quiet)
+                stream, binding = await open_channel(stream, credentials, server_side=not outbound)
+                machine = HandshakeMachine(
+                    nonce, make_local, network_id=network_id, version=version, binding=binding
+                )
+                await _exchange(stream, machine, decoder)
+            if quiet.cancelled_caught:
+                raise _Silent
+    except _Silent:
+        await close_quietly(raw)
+        reason = f"nothing sent within {silence:g}s"
+        raise HandshakeFailed(reason, GoodbyeCode.BAD_HANDSHAKE, "remote") from None
     except _FAILURES as exc:
         await _fail(stream, exc, timeout)
+    if isinstance(stream, _Heard):
+        stream = raw  # the plain channel: no need to watch it any more
     assert machine.local is not None and machine.remote is not None
     return PeerConnection(
         stream,
@@ -86,6 +108,29 @@ async def handshake(
         decoder=decoder,
         outbox_capacity=outbox_capacity,
     )
+
+
+class _Heard(trio.abc.Stream):
+    """A stream that lifts the silence deadline (`quiet`) once its first bytes arrive."""
+
+    def __init__(self, stream: trio.abc.Stream, quiet: trio.CancelScope) -> None:
+        self.stream = stream
+        self._quiet: trio.CancelScope | None = quiet
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await self.stream.receive_some(max_bytes)
+        if data and self._quiet is not None:
+            self._quiet.deadline, self._quiet = math.inf, None
+        return data
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
 
 
 _FAILURES = (

@@ -40,6 +40,7 @@ class NodeConfig:
     neighbourhood_size: int = 3
     saturation: int = 4
     over_saturation: int = 8
+    max_connections: int = 128  # inbound sessions past this only fill unsaturated bins (kademlia.admission)
     gossip: bool = True  # False: static peering, no peer records sent or learned
     gossip_interval: float = 5.0
     live_idle: float = 0.05

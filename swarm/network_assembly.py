@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import trio
+
 from kademlia import PeerTable, get_strategy
 from kademlia.addresses import AddressBook, Backoff, DialPolicy
+from kademlia.admission import inbound_refusal
 from kademlia.manager import ConnectionManager
 from pot import MAX_PO
 from streamer.channel import TlsCredentials
@@ -73,6 +76,10 @@ def build_network_services(
         connected=lambda peer: wiring().connected(peer),
         disconnected=lambda peer: wiring().disconnected(peer),
         credentials=TlsCredentials() if config.channel == "tls" else None,
+        refusal=lambda peer: inbound_refusal(table, peer, max_connections=config.max_connections),
+        retired=lambda peer: wiring().retired(peer),
+        parting=lambda peer: gossip.parting(peer) if config.gossip else None,
+        turned_down=lambda peer: manager.backoff.failed(peer, trio.current_time()),
     )
     manager = ConnectionManager(
         table,

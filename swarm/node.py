@@ -36,6 +36,7 @@ from swarm.api.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.live.assembly import build_live_service
 from swarm.live.gsoc import Gsoc
+from swarm.net.logbudget import LogBudgets
 from swarm.net.peer import Peer
 from swarm.net.repair import Repair
 from swarm.net.retrieval import Retrieval
@@ -74,6 +75,7 @@ class Node:
         self.data_dir = Path(config.data_dir)
         self.p2p_port = 0
         self.api_port: int | None = None
+        self.log_budgets = LogBudgets()  # what peers can make the node log, per kind and window
 
     # -- composition --------------------------------------------------------------------------
 
@@ -225,6 +227,7 @@ class Node:
         services stop and the store is closed.
         """
         self._build()
+        self.log_budgets.attach()
         services = trio.CancelScope(shield=True)  # stopped by us, after the Goodbyes
         try:
             async with trio.open_nursery() as nursery:
@@ -237,6 +240,7 @@ class Node:
                         await self._say_goodbye()
                     services.cancel()
         finally:
+            self.log_budgets.detach()
             self.store.close()
 
     async def _serve(self, scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]) -> None:
@@ -248,6 +252,7 @@ class Node:
                 await nursery.start(self.live.run)
                 await nursery.start(self.spaces.run)  # spaces: follows through live
                 nursery.start_soon(self.repair.run)
+                nursery.start_soon(self._summarise_logs)
                 await nursery.start(self.reserve_worker.run)
                 await nursery.start(self.pusher.run)
                 serve_p2p = partial(trio.serve_tcp, self.sessions.accept, config.port, host=config.host)
@@ -274,6 +279,13 @@ class Node:
                     "node %s listening on %s:%d, API %s", self.overlay.hex(), config.host, self.p2p_port, api
                 )
                 task_status.started()
+
+    async def _summarise_logs(self) -> None:
+        """Every window of the log budgets: one line per kind of line not logged in full."""
+        while True:
+            await trio.sleep(self.log_budgets.window)
+            for line in self.log_budgets.summaries():
+                log.warning("%s in the last %gs", line, self.log_budgets.window)
 
     async def _say_goodbye(self) -> None:
         peers = list(self.sessions.peers.values())

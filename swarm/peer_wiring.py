@@ -135,6 +135,10 @@ class PeerWiring:
         self.puller.set_depth(self.table.depth())
         self.topology.disconnected(peer.overlay)
 
+    def retired(self, overlay: bytes) -> None:
+        """A peer gone long ago: its own sync counters are summed with the other retired ones."""
+        self.puller.retire(overlay)
+
     def on_peers(self, peer: Peer, msg: Peers) -> None:
         if self.config.gossip:
             self.gossip.on_records(peer, msg)

@@ -76,6 +76,7 @@ class NodeStatistics:
     live: LiveStatistics | None = None  # live propagation: the loss table and its traffic
 
     reserve: ReserveStatus = field(default_factory=ReserveStatus)  # capacity, radius, receipts
+    sessions_refused: int = 0  # inbound sessions the table did not want (kademlia.admission)
 
     @property
     def depth(self) -> int:
@@ -127,6 +128,7 @@ def collect_statistics(
         violations=sessions.violations,
         handshakes_refused=sessions.handshakes_refused,
         turned_away=sessions.turned_away,
+        sessions_refused=sessions.sessions_refused,
         gossip=gossip,
         equivocations=equivocations,
         repairs=repairs,

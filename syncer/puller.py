@@ -33,7 +33,7 @@ from syncer.intervals import Intervals
 from syncer.lag import CursorClock
 from syncer.pull_config import PullerConfig
 from syncer.session_events import CursorsReceived
-from syncer.stats import PeerStats, StatsSnapshot
+from syncer.stats import RETIRED, PeerStats, StatsSnapshot
 
 __all__ = ["BinStatus", "PeerSyncStatus", "Puller", "PullerStatistics", "SyncClient", "SyncRule"]
 
@@ -152,6 +152,13 @@ class Puller:
         if stats is None:
             stats = self.stats[peer] = PeerStats()
         return stats
+
+    def retire(self, peer: bytes) -> None:
+        """A peer long gone: sum its counters into the `RETIRED` entry and forget its own."""
+        stats = self.stats.get(peer) if peer not in self._peers and peer != RETIRED else None
+        if stats is not None:
+            del self.stats[peer]
+            self.stats_of(RETIRED).absorb(stats)
 
     # -- peers ------------------------------------------------------------------------------
 

@@ -23,6 +23,9 @@ COUNTERS: tuple[str, ...] = (
     "protocol_bytes_out",
 )
 
+RETIRED = b""
+"""The key under which the counters of peers long gone are summed (no overlay is empty)."""
+
 #: The loss columns, shown with the time of their last change.
 LOSS_COUNTERS: tuple[str, ...] = ("repeat", "unsolicited", "invalid", "missing", "resets")
 
@@ -59,3 +62,11 @@ class PeerStats:
 
     def snapshot(self) -> StatsSnapshot:
         return StatsSnapshot(counts=dict(self._counts), changed=dict(self._changed))
+
+    def absorb(self, other: PeerStats) -> None:
+        """Add another peer's counters to these (the later change time of each wins)."""
+        for name, amount in other._counts.items():
+            self._counts[name] += amount
+            theirs, ours = other._changed[name], self._changed[name]
+            if theirs is not None and (ours is None or theirs > ours):
+                self._changed[name] = theirs

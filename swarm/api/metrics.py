@@ -90,6 +90,11 @@ def _safety_families(stats: NodeStatistics) -> Iterator[Metric]:
         value=stats.turned_away,
     )
     yield CounterMetricFamily(
+        "swarm_sessions_refused",
+        "inbound sessions refused after the handshake: their bin (or the node) was full",
+        value=stats.sessions_refused,
+    )
+    yield CounterMetricFamily(
         "swarm_equivocations",
         "single-owner chunks signed twice with different content (both kept as evidence)",
         value=stats.equivocations,

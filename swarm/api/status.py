@@ -187,6 +187,7 @@ def loss_totals(stats: NodeStatistics) -> dict[str, int]:
     totals["violations"] = stats.violations
     totals["handshakes_refused"] = stats.handshakes_refused
     totals["turned_away"] = stats.turned_away
+    totals["sessions_refused"] = stats.sessions_refused
     totals["equivocations"] = stats.equivocations
     totals["damaged_repaired"] = stats.repairs.repaired
     totals["damaged_lost"] = stats.repairs.failed

@@ -14,6 +14,7 @@ dropped for flooding.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -23,6 +24,7 @@ from typing import Protocol
 import trio
 
 from kademlia.addresses import PeerAddress
+from pot import proximity
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
 from streamer.identity import BadPeerRecord, NodeIdentity, make_peer_record, verify_peer_record
@@ -131,6 +133,16 @@ class Gossip:
     def forget(self, peer: bytes) -> None:
         self._told.pop(peer, None)
         self._windows.pop(peer, None)
+
+    def parting(self, peer: bytes) -> Peers:
+        """What a peer turned away is told before the Goodbye: our record and the records
+        closest to it, so that a newcomer whose only bootnode is full still finds its place."""
+        closest = heapq.nlargest(
+            MAX_PEER_RECORDS - 1,
+            (r for o, r in self.records.items() if o != peer),
+            key=lambda r: proximity(r.overlay, peer),
+        )
+        return Peers(tuple(([self.own] if self.own is not None else []) + closest))
 
     async def tell(self, peer: GossipPeer) -> int:
         """Send `peer` every record it has not been sent yet; returns how many."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,19 +22,29 @@ from kademlia.addresses import PeerAddress
 from streamer.channel import TlsCredentials
 from streamer.connection import Disconnect, PeerConnection, close_quietly
 from streamer.handshake import HandshakeFailed, handshake
-from streamer.messages import GoodbyeCode, Handshake
+from streamer.messages import GoodbyeCode, Handshake, Message
+from streamer.outbox import Priority
+from swarm.net.greeting_slots import GreetingSlots
 from swarm.net.logbudget import LogBudget
 from swarm.net.peer import Peer
+from syncer.stats import RETIRED
 
-__all__ = ["RECENT_DISCONNECTIONS", "TRAFFIC", "Disconnection", "Sessions"]
+__all__ = ["KEEP_GONE", "RECENT_DISCONNECTIONS", "TRAFFIC", "Disconnection", "Sessions"]
 
 log = logging.getLogger(__name__)
 
 MAX_GREETINGS = 128
-"""Inbound connections still in their greeting, at most; more are closed at once (a flood of
-half-open connections must not slow the honest handshakes down)."""
+"""Inbound connections still in their greeting, at most (a flood of half-open connections must
+not slow the honest handshakes down); a newcomer from a less busy address takes the slot of the
+busiest address's oldest greeting (`swarm.net.greeting_slots`), others are closed at once."""
 MAX_GREETINGS_PER_HOST = 16
 """The same, from one remote address, so that one host cannot take all of MAX_GREETINGS."""
+GREETING_SILENCE = 3.0
+"""Seconds an inbound connection may stay silent before its first byte (an honest peer opens
+with its TLS ClientHello or its Hello at once); then it is closed."""
+KEEP_GONE = 256
+"""Peers gone whose own counters are kept; older ones are summed under `RETIRED` (so a stream
+of one-off identities costs no memory per identity)."""
 RECENT_DISCONNECTIONS = 16
 """How many ended sessions are remembered (newest first), so dropped peers stay visible."""
 TRAFFIC = ("payload_bytes_in", "protocol_bytes_in", "payload_bytes_out", "protocol_bytes_out")
@@ -66,8 +76,21 @@ class Sessions:
         connected: Callable[[Peer], None],
         disconnected: Callable[[Peer], None],
         credentials: TlsCredentials | None = None,
+        refusal: Callable[[bytes], str | None] = lambda overlay: None,
+        retired: Callable[[bytes], None] = lambda overlay: None,
+        parting: Callable[[bytes], Message | None] = lambda overlay: None,
+        turned_down: Callable[[bytes], object] = lambda overlay: None,
     ) -> None:
+        """``refusal`` says why an inbound session from an overlay is not taken (None: it is);
+        ``retired`` is told of a peer gone long enough for its own counters to be dropped;
+        ``parting`` is what a refused peer is sent before the Goodbye (peers to try instead);
+        ``turned_down`` is told of a peer we dialled that sent us away (full, or pruning us)."""
         self._credentials = credentials  # None: a plain channel
+        self._refusal = refusal
+        self._retired = retired
+        self._parting = parting
+        self._turned_down = turned_down
+        self._gone: dict[bytes, None] = {}  # peers gone whose counters are kept, oldest first
         self._local_handshake = local_handshake
         self._make_peer = make_peer
         self.network_id = network_id
@@ -80,7 +103,9 @@ class Sessions:
         self.violations = 0
         self.handshakes_refused = 0
         self.turned_away = 0  # inbound connections closed at once: too many greetings under way
-        self._greeting: Counter[str] = Counter()  # remote host -> inbound greetings under way
+        self.sessions_refused = 0  # inbound sessions not taken: the table does not want them
+        self._slots = GreetingSlots(total=MAX_GREETINGS, per_host=MAX_GREETINGS_PER_HOST)
+        self._greeting_scopes: dict[int, trio.CancelScope] = {}  # slot token -> its greeting
         self._refusals_logged = LogBudget()
         self._nursery: trio.Nursery | None = None
 
@@ -97,26 +122,33 @@ class Sessions:
     @property
     def greetings(self) -> int:
         """Inbound connections in their greeting now."""
-        return self._greeting.total()
+        return len(self._slots)
 
     # -- connections ------------------------------------------------------------------------
 
     async def accept(self, stream: trio.SocketStream) -> None:
         """Serve an inbound connection (the listener's handler)."""
-        host = _remote_host(stream)
-        if self._greeting.total() >= MAX_GREETINGS or self._greeting[host] >= MAX_GREETINGS_PER_HOST:
+        grant = self._slots.admit(_remote_host(stream))
+        if grant.token is None:
             self.turned_away += 1
             await close_quietly(stream)
             return
-        self._greeting[host] += 1
-        try:
-            conn = await self._greet(stream, outbound=False)
-        except HandshakeFailed:
+        if grant.evicted is not None:  # a busier address's oldest greeting gives way
+            self.turned_away += 1
+            self._greeting_scopes.pop(grant.evicted).cancel()
+        conn = None
+        with trio.CancelScope() as scope:
+            self._greeting_scopes[grant.token] = scope
+            try:
+                conn = await self._greet(stream, outbound=False)
+            except HandshakeFailed:
+                return
+            finally:
+                self._slots.release(grant.token)
+                self._greeting_scopes.pop(grant.token, None)
+        if conn is None:  # evicted
+            await close_quietly(stream)
             return
-        finally:
-            self._greeting[host] -= 1
-            if not self._greeting[host]:
-                del self._greeting[host]
         await self._run_session(conn)
 
     async def connect(self, host: str, port: int) -> PeerConnection:
@@ -169,6 +201,7 @@ class Sessions:
                 network_id=self.network_id,
                 outbound=outbound,
                 credentials=self._credentials,
+                silence=None if outbound else GREETING_SILENCE,
             )
         except HandshakeFailed as exc:
             self.handshakes_refused += 1
@@ -181,17 +214,23 @@ class Sessions:
     async def _run_session(self, conn: PeerConnection, ready: trio.Event | None = None) -> None:
         """Register the peer, run its connection until it ends, clean up after it."""
         existing = self.peers.get(conn.overlay)
+        refusal = None if conn.outbound else self._refusal(conn.overlay)
+        if refusal is not None:
+            self.sessions_refused += 1
+            parting = self._parting(conn.overlay)
+            if parting is not None:
+                conn.send_nowait(parting, Priority.LIVE)  # an empty outbox: never full
+            await _refuse(conn, GoodbyeCode.OVERLOADED, refusal, ready, flush=True)
+            return
         if existing is not None:
             if _keep_existing(existing.conn, conn, self.overlay):
-                conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "already connected")
-                if ready is not None:
-                    ready.set()
-                await conn.run(_drop)
+                await _refuse(conn, GoodbyeCode.DUPLICATE_CONNECTION, "already connected", ready)
                 return
             existing.conn.close(GoodbyeCode.DUPLICATE_CONNECTION, "replaced by a newer connection")
             self._forget(existing)
         peer = self._make_peer(conn)
         self.peers[conn.overlay] = peer
+        self._gone.pop(conn.overlay, None)
         self._connected(peer)
         log.info("peer %s connected (%s, po %d)", peer, "out" if conn.outbound else "in", peer.po)
         if ready is not None:
@@ -215,9 +254,23 @@ class Sessions:
             totals[name] += getattr(peer.conn.stats, name)
         peer.closed("peer disconnected")
         self._disconnected(peer)
+        self._gone[peer.overlay] = None
+        while len(self._gone) > KEEP_GONE:
+            self._retire(next(iter(self._gone)))
+
+    def _retire(self, overlay: bytes) -> None:
+        del self._gone[overlay]
+        traffic = self.past_traffic.pop(overlay, None)
+        if traffic is not None:
+            retired = self.past_traffic.setdefault(RETIRED, dict.fromkeys(TRAFFIC, 0))
+            for name in TRAFFIC:
+                retired[name] += traffic[name]
+        self._retired(overlay)
 
     def _ended(self, peer: Peer, disconnect: Disconnect) -> None:
         self.violations += disconnect.violation
+        if peer.conn.outbound and disconnect.by == "remote" and disconnect.code in _SENT_AWAY:
+            self._turned_down(peer.overlay)  # redialling at once would be sent away again
         code = _code_name(disconnect.code)
         self.disconnections.appendleft(
             Disconnection(
@@ -242,6 +295,9 @@ class Sessions:
         return totals
 
 
+_SENT_AWAY = (GoodbyeCode.OVERLOADED, GoodbyeCode.PRUNED)
+
+
 def _remote_host(stream: trio.SocketStream) -> str:
     try:
         return str(stream.socket.getpeername()[0])
@@ -259,6 +315,17 @@ def _keep_existing(existing: PeerConnection, new: PeerConnection, own: bytes) ->
     dialler_of_new = own if new.outbound else new.overlay
     dialler_of_existing = own if existing.outbound else existing.overlay
     return dialler_of_existing < dialler_of_new
+
+
+async def _refuse(
+    conn: PeerConnection, code: int, reason: str, ready: trio.Event | None, *, flush: bool = False
+) -> None:
+    """Say Goodbye on an established connection we do not keep (after what is queued, if
+    `flush`), and see it closed."""
+    conn.close(code, reason, flush=flush)
+    if ready is not None:
+        ready.set()
+    await conn.run(_drop)
 
 
 async def _drop(msg: object) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kademlia import PeerTable
-from kademlia.addresses import AddressBook, DialPolicy, PeerAddress
+from kademlia.addresses import AddressBook, DialPolicy, PeerAddress, normalise_host
 
 __all__ = ["Topology"]
 
@@ -43,9 +43,12 @@ class Topology:
         kept (an address this node may not dial, or its bin is full of peers seen working)."""
         if address.overlay == self.overlay:
             return False
-        if not self.dial_policy.allows(address.host):
+        host = normalise_host(address.host)  # ::ffff:127.0.0.1 is 127.0.0.1, to the policy and the book
+        if host is None or not self.dial_policy.allows(host):
             self.refused += 1
             return False
+        if host != address.host:
+            address = PeerAddress(address.overlay, host, address.port)
         admission = self.book.add(address)
         if admission.evicted is not None:
             self.table.remove_known(admission.evicted)
@@ -65,5 +68,10 @@ class Topology:
         self.table.connect(overlay)
 
     def disconnected(self, overlay: bytes) -> None:
-        self.table.disconnect(overlay)
+        """A session ended; a peer the book does not keep (it told no address, or its bin is full)
+        is forgotten, so that one-off identities do not pile up in the table."""
+        if overlay in self.book:
+            self.table.disconnect(overlay)
+        else:
+            self.table.remove_known(overlay)
         self._changed()
