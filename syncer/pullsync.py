@@ -156,13 +156,19 @@ class PullSyncClient:
     async def cursors(self) -> CursorsReceived:
         """The upstream's epoch and cursors (as known now: offers may have shown higher ones)."""
         send, receive = trio.open_memory_channel[CursorsReceived](1)
-        self.session.send(CursorsRequest())
         self._cursors = send
-        await self.conn.send(CursorsRequest(), Priority.RETRIEVAL)
-        timeout = self.config.cursor_timeout
-        with trio.move_on_after(timeout):
-            return await receive.receive()
-        raise RemoteProtocolError(f"no cursors reply within {timeout:g}s")
+        try:
+            # a request of a call cancelled meanwhile may still wait for its reply: take that one
+            if not self.session.cursors_pending:
+                self.session.send(CursorsRequest())
+                await self.conn.send(CursorsRequest(), Priority.RETRIEVAL)
+            timeout = self.config.cursor_timeout
+            with trio.move_on_after(timeout):
+                return await receive.receive()
+            raise RemoteProtocolError(f"no cursors reply within {timeout:g}s")
+        finally:
+            if self._cursors is send:
+                self._cursors = None
 
     def cursor(self, bin: int) -> int:
         return self.session.cursor(bin)
@@ -290,13 +296,15 @@ class PullSyncClient:
         elif isinstance(event, StateAccepted | StateSuperseded):
             if isinstance(event, StateAccepted) and event.latest and self.verifying is not None:
                 self.verifying.proofs.accept(self.overlay, event.state)
+            # We asked (the session checked), but the sync that asked may have been cancelled
+            # since (its bin stopped: a depth change, a restart): the state is kept all the same.
             state_waiter = self._state_waiters.get(event.state.bin)
-            assert state_waiter is not None, "the session saw our request"
-            state_waiter.send_nowait(event)
+            if state_waiter is not None:
+                state_waiter.send_nowait(event)
         elif isinstance(event, CursorsReceived):
             waiter, self._cursors = self._cursors, None
-            assert waiter is not None, "the session saw our request"
-            waiter.send_nowait(event)
+            if waiter is not None:  # else the call that asked was cancelled: nothing waits
+                waiter.send_nowait(event)
         elif isinstance(event, UnsubscribeAcked):
             self._progress.unpark_all()
         # OfferCrossed: it crossed our Unsubscribe; the upstream has forgotten it

@@ -121,6 +121,11 @@ class DownstreamSession:
     def subscriptions(self) -> list[StreamKey]:
         return sorted(key for key, s in self._streams.items() if s.phase is _Phase.SUBSCRIBED)
 
+    @property
+    def cursors_pending(self) -> bool:
+        """We sent a `CursorsRequest` whose reply has not arrived."""
+        return self._cursors_asked
+
     def undelivered(self) -> int:
         """Chunks wanted from the peer and not delivered yet (lost if the connection ends now)."""
         return sum(len(indices) for indices in self._wanted.values())

@@ -295,3 +295,46 @@ async def test_a_sync_cancelled_while_its_state_request_waits_leaves_the_next_on
         await r.client.receive(state_reply(log, request, signed(log, 5)))
         assert await r.conn.next() == Subscribe(BIN, False, 1, 5)
         assert logs.holds(BIN, 5, frontier=False)
+
+
+async def test_a_state_reply_whose_sync_was_cancelled_is_kept_not_an_error() -> None:
+    """Issue 30 item 10: a restarted verifying node stops a bin's sync while its state request
+    waits, and no other sync of the bin follows. The reply is an answer to our own request: the
+    state is accepted and kept, and the peer is not dropped (it was an AssertionError)."""
+    log = make_log(5)
+    logs = ProvenLogs(OVERLAY, UP.public_key, EPOCH)
+    proofs = ProofStore(DictState())
+    verifying = Verifying(logs, DOWN_SIGNER, proofs)
+    async with rig(overlay=OVERLAY, verifying=verifying) as r:
+        await cursors(r, (0, 0, 0, 5))
+        scope = trio.CancelScope()
+        r.conn.nursery.start_soon(_run_in, scope, r.client.sync, BIN, False, 1, 5)
+        request = await r.conn.next()
+        assert isinstance(request, StateRequest)
+        scope.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        await r.client.receive(state_reply(log, request, signed(log, 5)))
+        assert logs.holds(BIN, 5, frontier=False)
+        assert [s.size for s in proofs.accepted(OVERLAY, EPOCH).values()] == [5]
+        assert r.conn.violations == []
+
+
+async def test_a_cursors_reply_after_its_request_was_cancelled_serves_the_next_request() -> None:
+    """The cursors call that asked is cancelled; its reply is no error, and a later call that
+    comes before the reply waits for it instead of asking twice (which the session forbids)."""
+    async with rig() as r:
+        with trio.move_on_after(0.05):
+            await r.client.cursors()
+        assert await r.conn.next() == CursorsRequest()
+        await r.client.receive(CursorsReply(EPOCH, (3,)))  # nothing waits: ignored
+        assert r.client.cursor(0) == 3
+        with trio.move_on_after(0.05):
+            await r.client.cursors()
+        assert await r.conn.next() == CursorsRequest()
+        async with trio.open_nursery() as n:
+            n.start_soon(r.client.cursors)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(trio.WouldBlock):  # the request still waits: not sent again
+                r.conn.sent.receive_nowait()
+            await r.client.receive(CursorsReply(EPOCH, (4,)))
+        assert r.client.cursor(0) == 4
