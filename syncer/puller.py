@@ -51,6 +51,9 @@ class SyncClient(Protocol):
 
     def cursor(self, bin: int) -> int: ...
 
+    def settled(self) -> bool:
+        """No offer has arrived since the upstream's latest cursors reply."""
+
     async def sync(self, bin: int, live: bool, start: int, end: int) -> None: ...
 
     def open_batches(self) -> int: ...
@@ -93,12 +96,17 @@ class _Peer:
     intervals: dict[int, Intervals] = field(default_factory=dict)
     bins: dict[int, trio.CancelScope] = field(default_factory=dict)
     started: bool = False
+    confirm: trio.Event = field(default_factory=trio.Event)  # caught up: ask the cursors soon
 
     def intervals_of(self, bin: int) -> Intervals:
         intervals = self.intervals.get(bin)
         if intervals is None:
             intervals = self.intervals[bin] = Intervals()
         return intervals
+
+    def caught_up(self) -> bool:
+        """Every pulled bin covers [1, cursor] as far as this node knows the cursors."""
+        return all(self.lag(bin) == 0 for bin in self.bins)
 
     def lag(self, bin: int) -> int:
         cursor = self.client.cursor(bin)
@@ -153,7 +161,12 @@ class Puller:
             peer.started = True
             self._set_bins(peer, self.bins_for(po))
             while True:
-                await trio.sleep(self.config.cursor_refresh)
+                # Every cursor_refresh, and soon after catching up (which only a cursors reply
+                # with no offer after it confirms: fully_synced), at most every cursor_confirm.
+                with trio.move_on_after(self.config.cursor_refresh):
+                    await peer.confirm.wait()
+                    await trio.sleep(self.config.cursor_confirm)
+                peer.confirm = trio.Event()
                 await client.cursors()
         finally:
             if self._peers.get(overlay) is peer:
@@ -201,6 +214,8 @@ class Puller:
         intervals = state.intervals_of(bin) if state is not None else self.intervals.get(peer, bin)
         intervals.add(start, end)
         self.intervals.put(peer, bin, intervals)
+        if state is not None and state.caught_up() and not state.client.settled():
+            state.confirm.set()
 
     # -- bins -------------------------------------------------------------------------------
 
@@ -230,10 +245,12 @@ class Puller:
         return all(self._fully_synced(peer) for peer in self._peers.values())
 
     def _fully_synced(self, peer: _Peer) -> bool:
-        """Every pulled bin covers [1, cursor] and no batch of this peer is in flight."""
-        if not peer.started or peer.client.open_batches():
+        """Every pulled bin covers [1, cursor], no batch of this peer is in flight, and the
+        upstream's latest cursors reply came after its latest offer (a lull between offers is
+        not the end: the reply says nothing newer was there)."""
+        if not peer.started or peer.client.open_batches() or not peer.client.settled():
             return False
-        return all(peer.lag(bin) == 0 for bin in peer.bins)
+        return peer.caught_up()
 
     def statistics(self) -> PullerStatistics:
         peers = []

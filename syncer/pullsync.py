@@ -173,6 +173,10 @@ class PullSyncClient:
     def cursor(self, bin: int) -> int:
         return self.session.cursor(bin)
 
+    def settled(self) -> bool:
+        """No offer has arrived since the upstream's latest cursors reply."""
+        return self.session.settled
+
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run a task for the connection's life; a protocol violation in it drops the peer."""
         self.conn.start_soon(fn, *args)
@@ -189,7 +193,8 @@ class PullSyncClient:
             subscribe = Subscribe(bin, live, start, end)
             self.session.send(subscribe)
             await self.conn.send(subscribe, priority)
-            async for event in receive:
+            while True:
+                event = await self._next_offer(receive, key)
                 await self._wait_until(
                     lambda: self._incomplete(key) < self.config.max_incomplete,
                     f"wanted chunks of {stream_name(*key)}",
@@ -206,6 +211,24 @@ class PullSyncClient:
                 self.session.send(Unsubscribe(bin, live))
                 self.conn.start_soon(self.conn.send, Unsubscribe(bin, live), priority)
             self._progress.unpark_all()
+
+    async def _next_offer(
+        self, receive: trio.MemoryReceiveChannel[OfferReceived], key: StreamKey
+    ) -> OfferReceived:
+        """The stream's next offer. A live stream waits for new chunks as long as it takes; a
+        historical one is owed its next offer (every offer so far is answered, and the cursor
+        said the chunks are there): one that does not come within the batch timeout breaks
+        the protocol, or a peer claiming a cursor it never offers (2^64 - 2, with a signed
+        state to match) would hold the sync, and fully_synced, for good."""
+        if key[1]:
+            return await receive.receive()
+        timeout = self.config.batch_timeout
+        with trio.move_on_after(timeout):
+            return await receive.receive()
+        raise RemoteProtocolError(
+            f"no offer of {stream_name(*key)} within {timeout:g}s (cursor {self.cursor(key[0])})",
+            GoodbyeCode.PROTOCOL_ERROR,
+        )
 
     async def _anchor(self, bin: int, size: int, live: bool) -> None:
         """Make sure the session holds the upstream's state at ``size`` (and, for a live stream,

@@ -93,6 +93,7 @@ class DownstreamSession:
         self._replied = [0] * BINS  # cursors of the last reply: they never go back
         self._cursors = [0] * BINS  # highest bin ID known, from replies and offers
         self._cursors_asked = False
+        self._offered_since_reply = False
         self._streams: dict[StreamKey, _Stream] = {}
         # (bin, live, offer start) -> {index: address} wanted and not delivered yet
         self._wanted: dict[tuple[int, bool, int], dict[int, bytes]] = {}
@@ -120,6 +121,13 @@ class DownstreamSession:
     @property
     def subscriptions(self) -> list[StreamKey]:
         return sorted(key for key, s in self._streams.items() if s.phase is _Phase.SUBSCRIBED)
+
+    @property
+    def settled(self) -> bool:
+        """The upstream answered a cursors request and no offer has arrived since: what it held
+        then is all there is to know of (`Puller.fully_synced` needs this, or a lull between
+        two live offers would pass for the end of the sync)."""
+        return self.epoch is not None and not self._offered_since_reply
 
     @property
     def cursors_pending(self) -> bool:
@@ -247,6 +255,7 @@ class DownstreamSession:
                     GoodbyeCode.INCONSISTENT_STATE,
                 )
         self._cursors_asked = False
+        self._offered_since_reply = False
         self.epoch = msg.epoch
         for bin, cursor in enumerate(cursors):
             self._replied[bin] = cursor
@@ -280,6 +289,7 @@ class DownstreamSession:
                 )
             root = self.logs.check_offer(msg).root
         stream.unanswered.append(msg)
+        self._offered_since_reply = True
         stream.next_start = msg.end + 1
         self._cursors[msg.bin] = max(self._cursors[msg.bin], msg.end)
         last = not msg.live and msg.end == stream.end
