@@ -131,9 +131,7 @@ class StoreFiles:
                     opened.close()
             os.close(lock_fd)
             raise
-        return cls(
-            db, chunk_file, pull_index, index, lock_fd, cursors, epoch, dropped, slots, bin_logs
-        )
+        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch, dropped, slots, bin_logs)
 
     def release(self) -> None:
         """Flush the files and LevelDB's log to the disk, close everything, marking the address
@@ -159,6 +157,13 @@ class StoreFiles:
             if self.logs is not None:
                 self.logs.close()
             os.close(self.lock_fd)
+
+
+def write_new_epoch(db: plyvel.DB, previous: int) -> int:
+    """Record a new store epoch (now, and after ``previous``), durably; returns it."""
+    epoch = max(time.time_ns(), previous + 1)
+    db.put(META_EPOCH, epoch.to_bytes(8, "big"), sync=True)
+    return epoch
 
 
 def _load_metadata(db: plyvel.DB, path: str, overlay: bytes) -> int:

@@ -192,8 +192,16 @@ class PeerConnection:
                 raise
             # otherwise: a violation (handled above) or the connection closing under the task
 
-    def close(self, code: int = GoodbyeCode.NORMAL, reason: str = "", *, violation: bool = False) -> None:
-        """Close from our side: drop what is queued, send a Goodbye, end `run()`.
+    def close(
+        self,
+        code: int = GoodbyeCode.NORMAL,
+        reason: str = "",
+        *,
+        violation: bool = False,
+        farewell: Message | None = None,
+    ) -> None:
+        """Close from our side: drop what is queued, send ``farewell`` (if any) and a Goodbye,
+        end `run()`.
 
         Idempotent; the first reason wins.
         """
@@ -202,6 +210,8 @@ class PeerConnection:
         self._disconnect = Disconnect("local", int(code), reason, violation)
         self._outbox.clear()
         with suppress(trio.WouldBlock, trio.ClosedResourceError):
+            if farewell is not None:
+                self._outbox.put_nowait(farewell, Priority.RETRIEVAL)
             self._outbox.put_nowait(Goodbye(code=code, reason=clip_reason(reason)), Priority.RETRIEVAL)
         self._outbox.close()
         if self._scope is not None:
@@ -211,7 +221,8 @@ class PeerConnection:
         """The peer broke the protocol: log it and close, naming the violation in our Goodbye."""
         if self._disconnect is None:
             log.warning("%r broke the protocol: %s", self, violation)
-        self.close(violation.code, str(violation), violation=True)
+        farewell = violation.farewell if isinstance(violation.farewell, Message) else None
+        self.close(violation.code, str(violation), violation=True, farewell=farewell)
 
     async def wait_closed(self) -> Disconnect:
         await self._closed.wait()

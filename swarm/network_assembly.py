@@ -19,7 +19,7 @@ from streamer.identity import NodeIdentity
 from streamer.messages import GoodbyeCode
 from swarm.config import NodeConfig
 from swarm.net.gossip import Gossip, GossipCounters
-from swarm.net.sessions import Sessions
+from swarm.net.sessions import Sessions, broken_off
 from swarm.net.topology import Topology
 from swarm.peer_wiring import PeerWiring
 
@@ -73,6 +73,7 @@ def build_network_services(
         connected=lambda peer: wiring().connected(peer),
         disconnected=lambda peer: wiring().disconnected(peer),
         credentials=TlsCredentials() if config.channel == "tls" else None,
+        ended=lambda overlay, why: manager.session_ended(overlay, broken_off(why)),
     )
     manager = ConnectionManager(
         table,

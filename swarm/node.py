@@ -116,6 +116,9 @@ class Node:
         self.table = self.network.table
         self.topology = self.network.topology
         self.sessions = self.network.sessions
+        self.proofs.after_renewal = partial(
+            self.sessions.close_all, GoodbyeCode.NORMAL, "store epoch renewed"
+        )
         self.manager = self.network.manager
         self.gossip = self.network.gossip
 

@@ -34,6 +34,7 @@ from streamer.messages import (
     OfferedHashes,
     ProvenOffer,
     Receipt,
+    RolledBack,
     StateReply,
     StateRequest,
     Subscribe,
@@ -248,11 +249,15 @@ class DownstreamSession:
                 raise RemoteProtocolError(
                     f"cursor of bin {bin} went back from {self._replied[bin]} to {cursor}"
                 )
-            if self.logs is not None and cursor < self.logs.latest_size(bin):
+            latest = self.logs.latest(bin) if self.logs is not None else None
+            if latest is not None and cursor < latest.size:
+                # its store went back (restored from an older copy): show it the state it signed,
+                # so it can take a new epoch (docs/protocol.md 8.6) instead of being refused for good
                 raise RemoteProtocolError(
                     f"cursor of bin {bin} is {cursor} (stale), below the state at "
-                    f"{self.logs.latest_size(bin)} the upstream signed",
+                    f"{latest.size} the upstream signed",
                     GoodbyeCode.INCONSISTENT_STATE,
+                    farewell=RolledBack.of(latest),
                 )
         self._cursors_asked = False
         self._offered_since_reply = False

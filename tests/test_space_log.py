@@ -48,7 +48,8 @@ def test_a_follower_keeps_one_heartbeat_per_member_however_many_arrive() -> None
     owners = [b"\xaa" * 20, b"\xbb" * 20]
     for owner in owners:
         space.add_member(owner, 0.0)
-    seqs, previous = [-1, -1], [(-1, -1), (-1, -1)]
+    seqs = [-1, -1]
+    previous: list[tuple[int, ...]] = [(-1, -1), (-1, -1)]
     for k in range(10_000):
         member = k % 2
         kind = Kind.SAY if k % 2500 == 0 else Kind.HEARTBEAT

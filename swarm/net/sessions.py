@@ -66,6 +66,7 @@ class Sessions:
         connected: Callable[[Peer], None],
         disconnected: Callable[[Peer], None],
         credentials: TlsCredentials | None = None,
+        ended: Callable[[bytes, Disconnect], None] = lambda overlay, why: None,
     ) -> None:
         self._credentials = credentials  # None: a plain channel
         self._local_handshake = local_handshake
@@ -74,6 +75,7 @@ class Sessions:
         self.overlay = overlay
         self._connected = connected
         self._disconnected = disconnected
+        self._session_ended = ended  # why each session ended (the manager's backoff)
         self.peers: dict[bytes, Peer] = {}
         self.past_traffic: dict[bytes, dict[str, int]] = {}
         self.disconnections: deque[Disconnection] = deque(maxlen=RECENT_DISCONNECTIONS)
@@ -156,6 +158,10 @@ class Sessions:
                 await trio.sleep(delay)
                 delay = min(delay * 2, redial_max)
 
+    def close_all(self, code: int, reason: str) -> None:
+        for peer in list(self.peers.values()):
+            peer.conn.close(code, reason)
+
     def close(self, overlay: bytes, code: int, reason: str) -> None:
         peer = self.peers.get(overlay)
         if peer is not None:
@@ -231,6 +237,7 @@ class Sessions:
             )
         )
         log.info("peer %s disconnected by %s: %s (%s)", peer, disconnect.by, disconnect.reason or "-", code)
+        self._session_ended(peer.overlay, disconnect)
 
     def traffic(self, overlay: bytes) -> dict[str, int]:
         """Byte counters of every session with the peer, the current one included."""
@@ -270,3 +277,15 @@ def _code_name(code: int) -> str:
         return GoodbyeCode(code).name
     except ValueError:
         return str(code)
+
+
+#: Goodbye codes that end a session without blaming either side.
+_CLEAN_ENDS = frozenset(
+    {GoodbyeCode.NORMAL, GoodbyeCode.SHUTDOWN, GoodbyeCode.DUPLICATE_CONNECTION, GoodbyeCode.PRUNED}
+)
+
+
+def broken_off(disconnect: Disconnect) -> bool:
+    """The session ended over a protocol violation, ours or the peer's word: dialling the peer
+    again at once would likely end the same way (a peer that refuses us, or one we refuse)."""
+    return disconnect.violation or disconnect.code not in _CLEAN_ENDS
