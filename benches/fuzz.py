@@ -9,6 +9,18 @@ one seeded `random.Random`:
   into the rules) fed to a `DownstreamSession` that subscribes and answers as a client would;
 - ``greeting``: decoded damaged frames fed to a `HandshakeMachine`.
 
+Issue 30 adds (each an attack or an accident of its own, `hostile_sync_drivers`):
+
+- ``proof_docs``: `swarm verify-proof` documents with a field replaced by junk (bin IDs below 1
+  or past 2^64, wrong JSON types, missing fields, nested arrays): a verdict or
+  `InvalidProofDocument`, never another exception;
+- ``heartbeats``: members heartbeating around a few messages into a space log: at most one
+  heartbeat per member kept, the slots bounded;
+- ``lost_chunks``: a chunk lost at a power cut, its address known or not: the intervals reset
+  always include the peer's bin it was synced in;
+- ``cursor_claims``: cursors near 2^64 and offers into a downstream session: a violation or an
+  event, never a crash.
+
 Prints one JSON line: inputs and frames per second per driver, and the count of each outcome
 ("clean", "done", or the exception type). Any exception type outside `swarm.testing.fuzz.EXPECTED` stops
 the campaign with its traceback: that is a bug found.
@@ -22,6 +34,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from streamer.codec import encode
@@ -96,7 +109,7 @@ def campaign(seconds: float, drive: Callable[[], int]) -> dict[str, float]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     identity = NodeIdentity.generate()
-    outcomes = {name: Counter[str]() for name in ("decoder", "session", "greeting")}
+    outcomes: dict[str, Counter[str]] = {name: Counter() for name in ("decoder", "session", "greeting")}
 
     def decoder() -> int:
         msgs = [random_message(rng) for _ in range(rng.randrange(1, 6))]
@@ -115,7 +128,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         feed_greeting(msgs, outcomes["greeting"], identity)
         return len(msgs)
 
-    drivers = (("decoder", decoder), ("session", session), ("greeting", greeting))
+    drivers: tuple[Driver, ...] = (("decoder", decoder), ("session", session), ("greeting", greeting))
+    drivers += hostile_sync_drivers(rng, outcomes)
     rates = {name: campaign(args.seconds, drive) for name, drive in drivers}
     return {
         "bench": "fuzz",
@@ -123,6 +137,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         **{name: {**rates[name], "outcomes": dict(outcomes[name].most_common())} for name in rates},
     }
+
+
+# -- issue 30: restored stores, torn tails, proofs, heartbeats, absurd cursors -------------------
+
+Driver = tuple[str, Callable[[], int]]
+
+
+def hostile_sync_drivers(rng: random.Random, outcomes: dict[str, Counter[str]]) -> tuple[Driver, ...]:
+    """The drivers of issue 30's sync cases; each counts its outcomes in ``outcomes[name]``."""
+    from swarm.testing.fuzz_sync import cursor_claims, heartbeats, lost_chunks, proof_docs
+
+    cases = {"proof_docs": proof_docs, "heartbeats": heartbeats, "lost_chunks": lost_chunks}
+    cases["cursor_claims"] = cursor_claims
+    drivers = []
+    for name, case in cases.items():
+        counter = outcomes[name] = Counter()
+        drivers.append((name, partial(case, rng, counter)))
+    return tuple(drivers)
 
 
 def main() -> None:

@@ -204,6 +204,8 @@ def verify_file(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -
         (("receipts", None, [5]), "a receipt must be a JSON object, not int"),
         (("path", None, ["zz"]), "path: 'zz' is not hex"),
         (("format", None, None), 'it has no "format" field'),
+        (("node", "public_key", "ab"), "public_key: 1 bytes, not 32"),  # found by benches/fuzz.py
+        (("node", "network_id", -1), "network_id: -1 is not in 0..2^64-1"),
     ],
 )
 def test_verify_proof_refuses_bad_fields_in_one_line(

@@ -106,10 +106,10 @@ def parse_proof(doc: Any) -> InclusionProof:
         if not 1 <= bin_id <= MAX_BIN_ID:
             raise InvalidProofDocument(f"malformed proof document: chunk.bin_id is {bin_id}, not 1..2^64-1")
         return InclusionProof(
-            network_id=_int(node, "network_id"),
-            overlay=_hex(node, "overlay"),
-            public_key=_hex(node, "public_key"),
-            address=_hex(chunk, "address"),
+            network_id=_u64(node, "network_id"),
+            overlay=_hex(node, "overlay", 32),
+            public_key=_hex(node, "public_key", 32),
+            address=_hex(chunk, "address", 32),
             bin_id=bin_id,
             state=state,
             path=_hashes(doc, "path"),
@@ -129,7 +129,7 @@ def _receipt(bin: int, r: Any) -> ReceiptProof:
         bin, _int(r, "epoch"), _int(r, "start"), _int(r, "end"), _hex(r, "root"), _hex(r, "signature")
     )
     return ReceiptProof(
-        _hex(downstream, "overlay"), _hex(downstream, "public_key"), receipt, _hashes(r, "path")
+        _hex(downstream, "overlay", 32), _hex(downstream, "public_key", 32), receipt, _hashes(r, "path")
     )
 
 
@@ -184,20 +184,30 @@ def _list(obj: dict[str, Any], key: str) -> list[Any]:
 
 
 def _hashes(obj: dict[str, Any], key: str) -> tuple[bytes, ...]:
-    return tuple(_hex_value(key, h) for h in _list(obj, key))
+    return tuple(_hex_value(key, h, 32) for h in _list(obj, key))
 
 
-def _hex(obj: dict[str, Any], key: str) -> bytes:
-    return _hex_value(key, _field(obj, key))
+def _hex(obj: dict[str, Any], key: str, size: int | None = None) -> bytes:
+    return _hex_value(key, _field(obj, key), size)
 
 
-def _hex_value(key: str, value: Any) -> bytes:
+def _hex_value(key: str, value: Any, size: int | None = None) -> bytes:
     if not isinstance(value, str):
         raise TypeError(f"{key}: expected a hex string, got {type(value).__name__}")
     try:
-        return bytes.fromhex(value)
+        data = bytes.fromhex(value)
     except ValueError:
         raise ValueError(f"{key}: {value[:80]!r} is not hex") from None
+    if size is not None and len(data) != size:
+        raise ValueError(f"{key}: {len(data)} bytes, not {size}")
+    return data
+
+
+def _u64(obj: dict[str, Any], key: str) -> int:
+    value = _int(obj, key)
+    if not 0 <= value <= MAX_BIN_ID:
+        raise ValueError(f"{key}: {value} is not in 0..2^64-1")
+    return value
 
 
 def _int(obj: dict[str, Any], key: str) -> int:
