@@ -13,6 +13,18 @@ one seeded `random.Random`:
 With ``--attacks`` it then attacks a real node process (`benches.fuzz_net`): a session flood,
 silent sockets, bad gossip and one-off identities, each with its figures.
 
+Issue 30 adds (each an attack or an accident of its own, `hostile_sync_drivers`):
+
+- ``proof_docs``: `swarm verify-proof` documents with a field replaced by junk (bin IDs below 1
+  or past 2^64, wrong JSON types, missing fields, nested arrays): a verdict or
+  `InvalidProofDocument`, never another exception;
+- ``heartbeats``: members heartbeating around a few messages into a space log: at most one
+  heartbeat per member kept, the slots bounded;
+- ``lost_chunks``: a chunk lost at a power cut, its address known or not: the intervals reset
+  always include the peer's bin it was synced in;
+- ``cursor_claims``: cursors near 2^64 and offers into a downstream session: a violation or an
+  event, never a crash.
+
 Prints one JSON line: inputs and frames per second per driver, and the count of each outcome
 ("clean", "done", or the exception type). Any exception type outside `swarm.testing.fuzz.EXPECTED` stops
 the campaign with its traceback: that is a bug found.
@@ -34,6 +46,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import trio
@@ -111,7 +124,7 @@ def campaign(seconds: float, drive: Callable[[], int]) -> dict[str, float]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     identity = NodeIdentity.generate()
-    outcomes = {
+    outcomes: dict[str, Counter[str]] = {
         name: Counter[str]() for name in ("decoder", "session", "greeting", "greeting_slots", "normalise")
     }
 
@@ -132,13 +145,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         feed_greeting(msgs, outcomes["greeting"], identity)
         return len(msgs)
 
-    drivers = (
+    drivers: tuple[Driver, ...] = (
         ("decoder", decoder),
         ("session", session),
         ("greeting", greeting),
         ("greeting_slots", lambda: fuzz_net.greeting_slots(rng, outcomes["greeting_slots"])),
         ("normalise", lambda: fuzz_net.normalise(rng, outcomes["normalise"])),
     )
+    drivers += hostile_sync_drivers(rng, outcomes)
     rates = {name: campaign(args.seconds, drive) for name, drive in drivers}
     return {
         "bench": "fuzz",
@@ -292,6 +306,24 @@ def api_cases(seconds: float) -> dict[str, Any]:
         "cross_origin": cross_origin_case(),
         "live_flood": live_flood_case(min(seconds, 10.0)),
     }
+
+
+# -- issue 30: restored stores, torn tails, proofs, heartbeats, absurd cursors -------------------
+
+Driver = tuple[str, Callable[[], int]]
+
+
+def hostile_sync_drivers(rng: random.Random, outcomes: dict[str, Counter[str]]) -> tuple[Driver, ...]:
+    """The drivers of issue 30's sync cases; each counts its outcomes in ``outcomes[name]``."""
+    from swarm.testing.fuzz_sync import cursor_claims, heartbeats, lost_chunks, proof_docs
+
+    cases = {"proof_docs": proof_docs, "heartbeats": heartbeats, "lost_chunks": lost_chunks}
+    cases["cursor_claims"] = cursor_claims
+    drivers = []
+    for name, case in cases.items():
+        counter = outcomes[name] = Counter()
+        drivers.append((name, partial(case, rng, counter)))
+    return tuple(drivers)
 
 
 def main() -> None:

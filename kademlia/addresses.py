@@ -231,6 +231,7 @@ class Backoff:
         failures = self._failures.get(key)
         return 0 if failures is None else failures.count
 
-    def next_retry(self) -> float | None:
-        """The earliest time a backed-off key becomes ready (None if none is waiting)."""
-        return min((f.retry_at for f in self._failures.values()), default=None)
+    def next_retry(self, after: float = float("-inf")) -> float | None:
+        """The earliest time after ``after`` a backed-off key becomes ready (None: none waits).
+        (A key stays after its wait is over, until `succeeded`: its count goes on.)"""
+        return min((f.retry_at for f in self._failures.values() if f.retry_at > after), default=None)

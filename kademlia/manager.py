@@ -95,7 +95,7 @@ class ConnectionManager:
 
     def _next_look(self) -> float:
         now = trio.current_time()
-        retry = self.backoff.next_retry()
+        retry = self.backoff.next_retry(after=now)
         deadline = now + self.interval
         return deadline if retry is None else max(now, min(deadline, retry))
 
@@ -107,11 +107,24 @@ class ConnectionManager:
             self.dial_failures += 1
             retry = self.backoff.failed(address.overlay, trio.current_time())
             log.info("dial %s failed (%s); next try in %.1fs", address, exc, retry - trio.current_time())
-        else:
-            self.backoff.succeeded(address.overlay)
         finally:
             self._dialling.discard(address.overlay)
             self.changed()
+
+    def session_ended(self, overlay: bytes, broken: bool) -> None:
+        """A session with ``overlay`` ended. Broken off by a protocol violation (a peer that
+        refuses us, or one we refuse, right after the handshake), it counts as a failed dial:
+        the peer is dialled again with exponential backoff, not at once (a restored node was
+        refused some 85 times a second). Ended cleanly, its backoff is cleared."""
+        if broken:
+            retry = self.backoff.failed(overlay, trio.current_time())
+            log.info(
+                "session with %s broken off; next dial in %.1fs",
+                overlay.hex()[:12],
+                retry - trio.current_time(),
+            )
+        else:
+            self.backoff.succeeded(overlay)
 
     def _prune(self) -> None:
         self._pruning &= set(self.table.connected_peers())

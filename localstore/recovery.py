@@ -10,8 +10,9 @@ module logs it at WARNING, naming each file and how many records, removes the ad
 repaired (lost slots read as zeros, lost pull-index entries become holes), and drops the chunks
 whose data is gone while it rebuilds the address index from the pull index. A dropped chunk
 reads as missing, so it is fetched from the network when asked for and synced again from peers
-that offer it; its bin keeps its cursor, because peers keep intervals over the bin IDs this
-store gave out.
+that offer it (what was dropped is recorded, localstore/lost.py, so that the node resets the
+synced intervals that covered it); its bin keeps its cursor, because peers keep intervals over
+the bin IDs this store gave out.
 
 Damage that is not at a tail (a slot whose write was lost in the middle, bit rot) is found when
 the chunk is read: its address or checksum does not match (localstore/chunkfile.py).
@@ -77,21 +78,20 @@ def repair_torn_files(path: str, chunk_file: ChunkFile, pull_index: PullIndex) -
 
 def rebuild_index(
     path: str, pull_index: PullIndex, cursors: Sequence[int], first_lost_slot: int, slot_count: int
-) -> tuple[AddressIndex, int, SlotMap]:
-    """Build the address index from the pull index; return it, how many chunks were dropped,
-    and the slot map (free slots, chunks per bin) derived on the way.
+) -> tuple[AddressIndex, list[tuple[int, bytes]], SlotMap]:
+    """Build the address index from the pull index; return it, the chunks dropped (bin and
+    address), and the slot map (free slots, chunks per bin) derived on the way.
 
     Entries naming a slot at or past ``first_lost_slot`` (the chunk file lost their data, or
     the slot was never given out) become holes instead of index entries.
     """
     started = time.perf_counter()
-    dropped: list[int] = []
+    dropped: list[tuple[int, bytes]] = []
     taken: list[tuple[int, int]] = []
     index = AddressIndex.build(path, _kept_entries(pull_index, cursors, first_lost_slot, dropped, taken))
     if dropped:
         log.warning(
-            "store %s: dropped %d chunk(s) whose data %s lost; they read as missing and are "
-            "synced again",
+            "store %s: dropped %d chunk(s) whose data %s lost; they read as missing and are synced again",
             path,
             len(dropped),
             CHUNK_FILE_NAME,
@@ -105,7 +105,7 @@ def rebuild_index(
             len(index),
             time.perf_counter() - started,
         )
-    return index, len(dropped), SlotMap.derive(slot_count, len(cursors), taken)
+    return index, dropped, SlotMap.derive(slot_count, len(cursors), taken)
 
 
 def scan_slots(pull_index: PullIndex, cursors: Sequence[int], slot_count: int) -> SlotMap:
@@ -120,7 +120,7 @@ def _kept_entries(
     pull_index: PullIndex,
     cursors: Sequence[int],
     first_lost_slot: int,
-    dropped: list[int],
+    dropped: list[tuple[int, bytes]],
     taken: list[tuple[int, int]],
 ) -> Iterator[tuple[bytes, IndexEntry]]:
     for bin, cursor in enumerate(cursors):
@@ -128,7 +128,7 @@ def _kept_entries(
             if entry.slot >= first_lost_slot:
                 # read() has already read this entry's block: punching it does not disturb it.
                 pull_index.punch(bin, entry.bin_id)
-                dropped.append(entry.slot)
+                dropped.append((bin, entry.address))
                 continue
             taken.append((bin, entry.slot))
             yield entry.address, IndexEntry(entry.slot, entry.length, entry.bin_id)

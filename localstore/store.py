@@ -36,8 +36,9 @@ from localstore.binwaiters import BinWaiters
 from localstore.chunkwrites import ChunkWrites
 from localstore.directory import FORMAT_VERSION
 from localstore.errors import ChunkDamaged, ChunkNotFound, StoreClosed
+from localstore.lost import LostChunk, clear_lost, read_lost
 from localstore.statenamespace import StateNamespace
-from localstore.storefiles import MAX_BIN, META_VERSION, StoreFiles
+from localstore.storefiles import MAX_BIN, META_VERSION, StoreFiles, write_new_epoch
 from localstore.storestats import StoreStatistics
 from pot import proximity
 
@@ -121,7 +122,22 @@ class LocalStore(StateNamespace, ChunkWrites):
 
     @property
     def epoch(self) -> int:
-        """Creation time of the store (ns since the Unix epoch); changes only when it is wiped."""
+        """Creation time of the store (ns since the Unix epoch); changes when it is wiped, or
+        renewed (`renew_epoch`)."""
+        return self._epoch
+
+    def lost_at_open(self) -> list[LostChunk]:
+        """The chunks recovery dropped (at this open or one before), until `lost_handled`."""
+        return read_lost(self._live())
+
+    def lost_handled(self) -> None:
+        """The node reset the synced intervals that covered `lost_at_open`: forget them."""
+        clear_lost(self._live())
+
+    def renew_epoch(self) -> int:
+        """Take a new epoch: the store went back (restored from an older copy) and would reuse
+        bin IDs its peers synced. Every interval they keep for it is then void."""
+        self._epoch = write_new_epoch(self._live(), self._epoch)
         return self._epoch
 
     # -- chunks --------------------------------------------------------------------------------

@@ -15,6 +15,8 @@ LevelDB key layout (every key starts with a one-byte namespace; integers big-end
     b"m" b"overlay"              the owning node's 32-byte overlay address
     b"m" b"epoch"                creation time, ns since the Unix epoch, 8 bytes
     b"m" b"slots"                the chunk file's length in slots, 8 bytes (raised with the cursors)
+    b"m" b"lost"                 chunks recovery dropped, until the node reset their intervals
+                                 (localstore/lost.py)
     b"m" b"slotmap"              free slots and chunks per bin at the last clean close
                                  (localstore/slots.py; derived data, trusted only after a clean close)
     b"b" bin(1)                  bin counter: the highest bin ID given out in ``bin``, 8 bytes
@@ -51,6 +53,7 @@ from localstore.binlog import BinLogs
 from localstore.chunkfile import CHUNK_FILE_NAME, ChunkFile
 from localstore.directory import FORMAT_VERSION, claim_directory, open_leveldb, plyvel_message
 from localstore.errors import MOVE_AWAY, StoreCorrupt, UnsupportedStoreVersion
+from localstore.lost import LostChunk, record_lost
 from localstore.pullindex import PullIndex, pull_file_name
 from localstore.recovery import rebuild_index, repair_torn_files, scan_slots
 from localstore.slots import SlotMap, SlotSummaryError
@@ -115,12 +118,13 @@ class StoreFiles:
             torn = repair_torn_files(path, chunk_file, pull_index)
             index = None if torn else AddressIndex.open(path, generation)
             unclean = index is None
-            dropped = sum(len(ids) for ids in pull_index.lost.values())
+            lost: list[LostChunk] = [(bin, None) for bin, ids in pull_index.lost.items() for _ in ids]
             if index is None:
                 index, lost_data, slots = rebuild_index(
                     path, pull_index, cursors, chunk_file.lost.start, count
                 )
-                dropped += lost_data
+                lost += lost_data
+                record_lost(db, lost)
             else:
                 slots = _load_slot_map(db, pull_index, cursors, count)
             # -- provable streams: the bin logs are rebuilt whenever the index is
@@ -131,9 +135,7 @@ class StoreFiles:
                     opened.close()
             os.close(lock_fd)
             raise
-        return cls(
-            db, chunk_file, pull_index, index, lock_fd, cursors, epoch, dropped, slots, bin_logs
-        )
+        return cls(db, chunk_file, pull_index, index, lock_fd, cursors, epoch, len(lost), slots, bin_logs)
 
     def release(self) -> None:
         """Flush the files and LevelDB's log to the disk, close everything, marking the address
@@ -159,6 +161,13 @@ class StoreFiles:
             if self.logs is not None:
                 self.logs.close()
             os.close(self.lock_fd)
+
+
+def write_new_epoch(db: plyvel.DB, previous: int) -> int:
+    """Record a new store epoch (now, and after ``previous``), durably; returns it."""
+    epoch = max(time.time_ns(), previous + 1)
+    db.put(META_EPOCH, epoch.to_bytes(8, "big"), sync=True)
+    return epoch
 
 
 def _load_metadata(db: plyvel.DB, path: str, overlay: bytes) -> int:

@@ -224,9 +224,10 @@ class PeerConnection:
         *,
         violation: bool = False,
         flush: bool = False,
+        farewell: Message | None = None,
     ) -> None:
         """Close from our side: drop what is queued (unless `flush`: then it goes out first), send
-        a Goodbye, end `run()`.
+        ``farewell`` (if any) and a Goodbye, end `run()`.
 
         Idempotent; the first reason wins.
         """
@@ -237,6 +238,8 @@ class PeerConnection:
             self._outbox.clear()
         last = Priority.HISTORICAL if flush else Priority.RETRIEVAL
         with suppress(trio.WouldBlock, trio.ClosedResourceError):
+            if farewell is not None:
+                self._outbox.put_nowait(farewell, last)
             self._outbox.put_nowait(Goodbye(code=code, reason=clip_reason(reason)), last)
         self._outbox.close()
         if self._scope is not None:
@@ -246,7 +249,8 @@ class PeerConnection:
         """The peer broke the protocol: log it and close, naming the violation in our Goodbye."""
         if self._disconnect is None:
             log.warning("%r broke the protocol: %s", self, violation)
-        self.close(violation.code, str(violation), violation=True)
+        farewell = violation.farewell if isinstance(violation.farewell, Message) else None
+        self.close(violation.code, str(violation), violation=True, farewell=farewell)
 
     async def wait_closed(self) -> Disconnect:
         await self._closed.wait()

@@ -21,11 +21,15 @@ class RemoteProtocolError(ProtocolError):
 
     ``code`` is the Goodbye code to close the connection with (PROTOCOL_ERROR, 1, unless a more
     specific one applies, e.g. INVALID_CHUNK or UNSOLICITED_DELIVERY).
+
+    ``farewell``, if given, is a message to send just before that Goodbye (a `RolledBack` tells
+    an upstream which of its signed states its cursors contradict).
     """
 
-    def __init__(self, message: str, code: int = 1) -> None:
+    def __init__(self, message: str, code: int = 1, *, farewell: object | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.farewell = farewell
 
 
 class LocalProtocolError(ProtocolError):

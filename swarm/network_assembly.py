@@ -22,7 +22,7 @@ from streamer.identity import NodeIdentity
 from streamer.messages import GoodbyeCode
 from swarm.config import NodeConfig
 from swarm.net.gossip import Gossip, GossipCounters
-from swarm.net.sessions import Sessions
+from swarm.net.sessions import Sessions, broken_off
 from swarm.net.topology import Topology
 from swarm.peer_wiring import PeerWiring
 
@@ -80,6 +80,7 @@ def build_network_services(
         retired=lambda peer: wiring().retired(peer),
         parting=lambda peer: gossip.parting(peer) if config.gossip else None,
         turned_down=lambda peer: manager.backoff.failed(peer, trio.current_time()),
+        ended=lambda overlay, why: manager.session_ended(overlay, broken_off(why)),
     )
     manager = ConnectionManager(
         table,

@@ -112,6 +112,12 @@ class Node:
             within_radius=self.reserve.within_radius,
         )
         self.puller = Puller(IntervalStore(self.store), rule=self.sync_rule, config=config.puller)
+        if lost := self.store.lost_at_open():  # a power cut: sync again what recovery dropped
+            cleared = self.puller.intervals.forget_lost(self.overlay, lost)
+            log.warning(
+                "%d chunk(s) lost at a power cut: %d synced interval set(s) reset", len(lost), cleared
+            )
+            self.store.lost_handled()
         self.puller.set_radius(self.reserve.radius)
 
     def _build_network(self) -> None:
@@ -120,6 +126,9 @@ class Node:
         self.table = self.network.table
         self.topology = self.network.topology
         self.sessions = self.network.sessions
+        self.proofs.after_renewal = partial(
+            self.sessions.close_all, GoodbyeCode.NORMAL, "store epoch renewed"
+        )
         self.manager = self.network.manager
         self.gossip = self.network.gossip
 

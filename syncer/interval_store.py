@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
-from pot import MAX_PO
+from pot import MAX_PO, proximity
 from syncer.intervals import MAX_ID, Intervals
 
 __all__ = ["CorruptState", "IntervalStore", "StateStore"]
@@ -128,6 +128,22 @@ class IntervalStore:
         self._store.write_state_batch({self._ep_key(peer): value}, self._iv_keys(peer))
         return True
 
+    def forget_lost(self, own: bytes, lost: Iterable[tuple[int, bytes | None]]) -> int:
+        """This node (overlay ``own``) lost chunks at a power cut, given as (bin in its own store,
+        address if known): clear every peer's intervals of the bins they may have been synced
+        in, so they are offered, and wanted, again. Returns how many (peer, bin) were cleared."""
+        lost = list(lost)
+        cleared = 0
+        for peer in self.peers():
+            bins: set[int] = set()
+            for bin, address in lost:
+                bins |= _upstream_bins(own, peer, bin, address)
+            for bin, intervals in self.bins(peer).items():
+                if bin in bins and intervals.ranges:
+                    self.put(peer, bin, Intervals(1))
+                    cleared += 1
+        return cleared
+
     def _iv_keys(self, peer: bytes) -> list[bytes]:
         return [key for key, _ in self._store.iter_state(self._IV + _peer_part(peer))]
 
@@ -140,6 +156,19 @@ class IntervalStore:
     @classmethod
     def _ep_key(cls, peer: bytes) -> bytes:
         return cls._EP + _peer_part(peer)
+
+
+def _upstream_bins(own: bytes, peer: bytes, bin: int, address: bytes | None) -> set[int]:
+    """The bins of ``peer``'s pull index a chunk in our ``bin`` can be in (exactly one if its
+    address is known). It shares ``bin`` bits with us, ``peer`` shares ``p`` bits: if ``p >
+    bin`` the chunk parts from the peer where it parts from us; if ``p < bin`` where the peer
+    parts from us; if equal both part from us at once, and it is closer to the peer than that."""
+    if address is not None:
+        return {min(proximity(address, peer), MAX_PO)}
+    p = min(proximity(own, peer), MAX_PO)
+    if p != bin:
+        return {min(p, bin)}
+    return set(range(bin, MAX_PO + 1))
 
 
 def _peer_part(peer: bytes) -> bytes:

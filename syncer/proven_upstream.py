@@ -9,8 +9,9 @@ bytes all this adds to the connection (benches/sync).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from streamer.connection import PeerConnection
 from streamer.errors import RemoteProtocolError
@@ -22,16 +23,25 @@ from streamer.messages import (
     GoodbyeCode,
     ProvenOffer,
     Receipt,
+    RolledBack,
+    SignedState,
     StateRequest,
 )
 from streamer.outbox import Priority
+from streamer.states import verify_state
 from syncer.offers import StreamOffers
 from syncer.proof_store import ProofStore
 from syncer.proving import check_state_request, proven_offer, state_reply
 from syncer.receipts import check_receipt, merge_receipt
 from syncer.signing import StateSigning
 
-__all__ = ["PROOF_BYTE_KINDS", "Provable", "ProvenServing"]
+__all__ = ["PROOF_BYTE_KINDS", "Provable", "ProvenServing", "RollBack"]
+
+log = logging.getLogger(__name__)
+
+#: What the node does when a downstream proves our store went back: (the state we had signed,
+#: our cursor of its bin now). It takes a new store epoch.
+RollBack = Callable[[SignedState, int], None]
 
 FRAME_OVERHEAD = FRAME_HEADER_SIZE + 1  # length and type
 #: what `ProvenServing.proof_bytes` counts: the proven offers' extra over plain ones, state
@@ -47,6 +57,7 @@ class Provable:
     signing: StateSigning
     proofs: ProofStore
     overlay: bytes
+    rolled_back: RollBack = field(default=lambda state, cursor: None)
 
 
 class ProvenServing:
@@ -102,6 +113,23 @@ class ProvenServing:
             provable.proofs.drop_receipts(peer, drop)
         self.receipts += 1
         self.proof_bytes["receipts"] += FRAME_OVERHEAD + 121
+
+    def on_rolled_back(self, msg: RolledBack) -> None:
+        """A downstream shows a state we signed in this epoch that our log contradicts (its size
+        beyond our cursor, or another root at that size): our store went back, restored from an
+        older copy. Anything else is a false claim."""
+        signing, state = self.provable.signing, msg.state
+        if state.epoch != self.epoch:  # a late word about an epoch we have left: nothing to do
+            log.info("a RolledBack of epoch %d, ours is %d: ignored", state.epoch, self.epoch)
+            return
+        if not verify_state(signing.signer.public_key, self.provable.overlay, state):
+            raise RemoteProtocolError("RolledBack: the state is not signed by us", GoodbyeCode.BAD_PROOF)
+        cursor = signing.logs.size(state.bin)
+        if state.size <= cursor and signing.logs.root(state.bin, state.size) == state.root:
+            raise RemoteProtocolError(
+                f"RolledBack: our log of bin {state.bin} holds the state at {state.size} it shows"
+            )
+        self.provable.rolled_back(state, cursor)
 
     async def offer(self, offers: StreamOffers, start: int, end: int) -> ProvenOffer:
         """Every entry of ``[start, end]``, its holes (and damaged chunks) marked, with its proof."""

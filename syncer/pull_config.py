@@ -21,6 +21,9 @@ class PullerConfig:
     batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
     cursor_timeout: float = 30.0
     cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag
+    # caught up with a peer's offers: re-ask its cursors this soon (fully_synced needs a reply
+    # after the last offer); also the least time between two such requests
+    cursor_confirm: float = 0.2
     # verifying: receipts of a bin at most this often; the latest of a taken-over run covers
     # what the ones it replaces did (fewer signatures here and checks at the upstream)
     receipt_interval: float = 1.0

@@ -52,6 +52,9 @@ class SyncClient(Protocol):
 
     def cursor(self, bin: int) -> int: ...
 
+    def settled(self) -> bool:
+        """No offer has arrived since the upstream's latest cursors reply."""
+
     async def sync(self, bin: int, live: bool, start: int, end: int) -> None: ...
 
     def open_batches(self) -> int: ...
@@ -96,6 +99,7 @@ class _Peer:
     intervals: dict[int, Intervals] = field(default_factory=dict)
     bins: dict[int, trio.CancelScope] = field(default_factory=dict)
     started: bool = False
+    confirm: trio.Event = field(default_factory=trio.Event)  # caught up: ask the cursors soon
     clocks: dict[int, CursorClock] = field(default_factory=dict)
 
     def clock_of(self, bin: int) -> CursorClock:
@@ -117,6 +121,10 @@ class _Peer:
         if intervals is None:
             intervals = self.intervals[bin] = Intervals()
         return intervals
+
+    def caught_up(self) -> bool:
+        """Every pulled bin covers [1, cursor] as far as this node knows the cursors."""
+        return all(self.lag(bin) == 0 for bin in self.bins)
 
     def lag(self, bin: int) -> int:
         cursor = self.client.cursor(bin)
@@ -179,7 +187,12 @@ class Puller:
             peer.started = True
             self._set_bins(peer, self.bins_for(po))
             while True:
-                await trio.sleep(self.config.cursor_refresh)
+                # Every cursor_refresh, and soon after catching up (which only a cursors reply
+                # with no offer after it confirms: fully_synced), at most every cursor_confirm.
+                with trio.move_on_after(self.config.cursor_refresh):
+                    await peer.confirm.wait()
+                    await trio.sleep(self.config.cursor_confirm)
+                peer.confirm = trio.Event()
                 self._observe_all(peer, await client.cursors())
         finally:
             if self._peers.get(overlay) is peer:
@@ -245,6 +258,8 @@ class Puller:
             clock = state.clock_of(bin)
             clock.observe(state.client.cursor(bin), now)
             clock.batch(now)
+        if state is not None and state.caught_up() and not state.client.settled():
+            state.confirm.set()
 
     # -- bins -------------------------------------------------------------------------------
 
@@ -274,10 +289,12 @@ class Puller:
         return all(self._fully_synced(peer) for peer in self._peers.values())
 
     def _fully_synced(self, peer: _Peer) -> bool:
-        """Every pulled bin covers [1, cursor] and no batch of this peer is in flight."""
-        if not peer.started or peer.client.open_batches():
+        """Every pulled bin covers [1, cursor], no batch of this peer is in flight, and the
+        upstream's latest cursors reply came after its latest offer (a lull between offers is
+        not the end: the reply says nothing newer was there)."""
+        if not peer.started or peer.client.open_batches() or not peer.client.settled():
             return False
-        return all(peer.lag(bin) == 0 for bin in peer.bins)
+        return peer.caught_up()
 
     def _bin_status(self, peer: _Peer, bin: int, now: float) -> BinStatus:
         cursor = peer.client.cursor(bin)

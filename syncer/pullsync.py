@@ -162,16 +162,26 @@ class PullSyncClient:
     async def cursors(self) -> CursorsReceived:
         """The upstream's epoch and cursors (as known now: offers may have shown higher ones)."""
         send, receive = trio.open_memory_channel[CursorsReceived](1)
-        self.session.send(CursorsRequest())
         self._cursors = send
-        await self.conn.send(CursorsRequest(), Priority.RETRIEVAL)
-        timeout = self.config.cursor_timeout
-        with trio.move_on_after(timeout):
-            return await receive.receive()
-        raise RemoteProtocolError(f"no cursors reply within {timeout:g}s")
+        try:
+            # a request of a call cancelled meanwhile may still wait for its reply: take that one
+            if not self.session.cursors_pending:
+                self.session.send(CursorsRequest())
+                await self.conn.send(CursorsRequest(), Priority.RETRIEVAL)
+            timeout = self.config.cursor_timeout
+            with trio.move_on_after(timeout):
+                return await receive.receive()
+            raise RemoteProtocolError(f"no cursors reply within {timeout:g}s")
+        finally:
+            if self._cursors is send:
+                self._cursors = None
 
     def cursor(self, bin: int) -> int:
         return self.session.cursor(bin)
+
+    def settled(self) -> bool:
+        """No offer has arrived since the upstream's latest cursors reply."""
+        return self.session.settled
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run a task for the connection's life; a protocol violation in it drops the peer."""
@@ -189,7 +199,8 @@ class PullSyncClient:
             subscribe = Subscribe(bin, live, start, end)
             self.session.send(subscribe)
             await self.conn.send(subscribe, priority)
-            async for event in receive:
+            while True:
+                event = await self._next_offer(receive, key)
                 await self._wait_until(
                     lambda: self._incomplete(key) < self.config.max_incomplete,
                     f"wanted chunks of {stream_name(*key)}",
@@ -206,6 +217,24 @@ class PullSyncClient:
                 self.session.send(Unsubscribe(bin, live))
                 self.conn.start_soon(self.conn.send, Unsubscribe(bin, live), priority)
             self._progress.unpark_all()
+
+    async def _next_offer(
+        self, receive: trio.MemoryReceiveChannel[OfferReceived], key: StreamKey
+    ) -> OfferReceived:
+        """The stream's next offer. A live stream waits for new chunks as long as it takes; a
+        historical one is owed its next offer (every offer so far is answered, and the cursor
+        said the chunks are there): one that does not come within the batch timeout breaks
+        the protocol, or a peer claiming a cursor it never offers (2^64 - 2, with a signed
+        state to match) would hold the sync, and fully_synced, for good."""
+        if key[1]:
+            return await receive.receive()
+        timeout = self.config.batch_timeout
+        with trio.move_on_after(timeout):
+            return await receive.receive()
+        raise RemoteProtocolError(
+            f"no offer of {stream_name(*key)} within {timeout:g}s (cursor {self.cursor(key[0])})",
+            GoodbyeCode.PROTOCOL_ERROR,
+        )
 
     async def _anchor(self, bin: int, size: int, live: bool) -> None:
         """Make sure the session holds the upstream's state at ``size`` (and, for a live stream,
@@ -298,13 +327,15 @@ class PullSyncClient:
         elif isinstance(event, StateAccepted | StateSuperseded):
             if isinstance(event, StateAccepted) and event.latest and self.verifying is not None:
                 self.verifying.proofs.accept(self.overlay, event.state)
+            # We asked (the session checked), but the sync that asked may have been cancelled
+            # since (its bin stopped: a depth change, a restart): the state is kept all the same.
             state_waiter = self._state_waiters.get(event.state.bin)
-            assert state_waiter is not None, "the session saw our request"
-            state_waiter.send_nowait(event)
+            if state_waiter is not None:
+                state_waiter.send_nowait(event)
         elif isinstance(event, CursorsReceived):
             waiter, self._cursors = self._cursors, None
-            assert waiter is not None, "the session saw our request"
-            waiter.send_nowait(event)
+            if waiter is not None:  # else the call that asked was cancelled: nothing waits
+                waiter.send_nowait(event)
         elif isinstance(event, UnsubscribeAcked):
             self._progress.unpark_all()
         # OfferCrossed: it crossed our Unsubscribe; the upstream has forgotten it

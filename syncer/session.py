@@ -34,6 +34,7 @@ from streamer.messages import (
     OfferedHashes,
     ProvenOffer,
     Receipt,
+    RolledBack,
     StateReply,
     StateRequest,
     Subscribe,
@@ -93,6 +94,7 @@ class DownstreamSession:
         self._replied = [0] * BINS  # cursors of the last reply: they never go back
         self._cursors = [0] * BINS  # highest bin ID known, from replies and offers
         self._cursors_asked = False
+        self._offered_since_reply = False
         self._streams: dict[StreamKey, _Stream] = {}
         # (bin, live, offer start) -> {index: address} wanted and not delivered yet
         self._wanted: dict[tuple[int, bool, int], dict[int, bytes]] = {}
@@ -120,6 +122,18 @@ class DownstreamSession:
     @property
     def subscriptions(self) -> list[StreamKey]:
         return sorted(key for key, s in self._streams.items() if s.phase is _Phase.SUBSCRIBED)
+
+    @property
+    def settled(self) -> bool:
+        """The upstream answered a cursors request and no offer has arrived since: what it held
+        then is all there is to know of (`Puller.fully_synced` needs this, or a lull between
+        two live offers would pass for the end of the sync)."""
+        return self.epoch is not None and not self._offered_since_reply
+
+    @property
+    def cursors_pending(self) -> bool:
+        """We sent a `CursorsRequest` whose reply has not arrived."""
+        return self._cursors_asked
 
     def undelivered(self) -> int:
         """Chunks wanted from the peer and not delivered yet (lost if the connection ends now)."""
@@ -235,13 +249,18 @@ class DownstreamSession:
                 raise RemoteProtocolError(
                     f"cursor of bin {bin} went back from {self._replied[bin]} to {cursor}"
                 )
-            if self.logs is not None and cursor < self.logs.latest_size(bin):
+            latest = self.logs.latest(bin) if self.logs is not None else None
+            if latest is not None and cursor < latest.size:
+                # its store went back (restored from an older copy): show it the state it signed,
+                # so it can take a new epoch (docs/protocol.md 8.6) instead of being refused for good
                 raise RemoteProtocolError(
                     f"cursor of bin {bin} is {cursor} (stale), below the state at "
-                    f"{self.logs.latest_size(bin)} the upstream signed",
+                    f"{latest.size} the upstream signed",
                     GoodbyeCode.INCONSISTENT_STATE,
+                    farewell=RolledBack.of(latest),
                 )
         self._cursors_asked = False
+        self._offered_since_reply = False
         self.epoch = msg.epoch
         for bin, cursor in enumerate(cursors):
             self._replied[bin] = cursor
@@ -275,6 +294,7 @@ class DownstreamSession:
                 )
             root = self.logs.check_offer(msg).root
         stream.unanswered.append(msg)
+        self._offered_since_reply = True
         stream.next_start = msg.end + 1
         self._cursors[msg.bin] = max(self._cursors[msg.bin], msg.end)
         last = not msg.live and msg.end == stream.end

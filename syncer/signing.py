@@ -54,6 +54,11 @@ class StateSigning:
         self.flushes = 0
         self.signed = 0
 
+    def renew(self, epoch: int) -> None:
+        """The store took a new epoch: sign under it, forget the states signed under the old."""
+        self.epoch = epoch
+        self._cache.clear()
+
     async def state(self, bin: int, size: int) -> SignedState:
         """Our signed state of ``bin`` at ``size`` leaves (at most the bin's cursor)."""
         key = (bin, size)

@@ -39,6 +39,7 @@ from streamer.messages import (
     OfferedHashes,
     ProvenOffer,
     Receipt,
+    RolledBack,
     StateRequest,
     Subscribe,
     Unsubscribe,
@@ -106,6 +107,7 @@ class Upstream:
             WantedHashes: self.on_want,
             StateRequest: self.on_state_request,
             Receipt: self.on_receipt,
+            RolledBack: self.on_rolled_back,
         }
 
     def on_cursors_request(self, msg: CursorsRequest) -> None:
@@ -122,6 +124,9 @@ class Upstream:
 
     def on_receipt(self, msg: Receipt) -> None:
         self._proven("receipt").on_receipt(msg)
+
+    def on_rolled_back(self, msg: RolledBack) -> None:
+        self._proven("RolledBack").on_rolled_back(msg)
 
     def _proven(self, what: str) -> ProvenServing:
         if self.proven is None:

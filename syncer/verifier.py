@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 MAX_WORKERS = 8
 PIPE_SIZE = 1 << 20
 SEND_TIMEOUT = 30.0
+STOP_TIMEOUT = 5.0
 
 
 def default_workers() -> int:
@@ -115,7 +116,12 @@ class ChunkVerifier:
         async with trio.open_nursery() as nursery:
             for number in range(self.workers):
                 start = partial(
-                    trio.run_process, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, check=False
+                    trio.run_process,
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    check=False,
+                    deliver_cancel=_end_worker,
                 )
                 try:
                     worker = _Worker(number, await nursery.start(start))
@@ -168,6 +174,16 @@ class ChunkVerifier:
         except (WorkerProtocolError, EOFError, trio.BrokenResourceError) as exc:
             code = worker.process.returncode if worker.process.returncode is not None else "running"
             worker.failed(f"{exc}; exit status {code}")
+
+
+async def _end_worker(process: trio.Process) -> None:
+    """Stop a worker when the verifier is cancelled: close its stdin, which ends its loop (it
+    ignores SIGTERM), and kill it only if it has not exited within STOP_TIMEOUT."""
+    if process.stdin is not None:
+        await process.stdin.aclose()
+    with trio.move_on_after(STOP_TIMEOUT):
+        await process.wait()
+    process.kill()
 
 
 def _widen_pipe(fd: int) -> None:

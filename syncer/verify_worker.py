@@ -4,7 +4,9 @@ Verification (the BMT hash, 128 Keccak calls per full chunk) is most of what a s
 CPU does, and Python runs it on one core. The node (`syncer.verifier`) hands batches of delivered
 chunks to worker processes on the other cores over their stdin and reads one reply per batch, in
 order, from their stdout. The worker is a plain blocking loop: it exits when its stdin closes (the
-node ended, however it ended) and ignores SIGINT (the node decides when it stops).
+node ended, however it ended) and ignores SIGINT and SIGTERM (the node decides when it stops: a
+Ctrl-C, or systemd stopping the service, signals the whole process group, and a worker dying
+first would be taken for a failure while the node shuts down).
 
 Frames, both ways: a 4-byte big-endian length, then the body.
 
@@ -158,7 +160,8 @@ def serve(reader: BinaryIO, writer: BinaryIO) -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     reader, writer = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write into the reply stream
     try:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from swarm.spaces.messages import Kind, SpaceMessage, compose, encode_message
 from swarm.spaces.reader import SpaceReader
+from swarm.spaces.spacelog import LogRecord
 from swarm.spaces.timeframe import Delta, OrderKey, Timeframe, apply_delta
 
 NOW = 1.0  # the model's clock unless a test moves it (``Space.now``); with the default
@@ -58,6 +59,9 @@ class Space:
     group: list[int] = field(init=False)  # per reader: its side of the partition (0 when healed)
     inactive_after: float = 1e18
     now: float = NOW
+    # per reader: every record its pumps returned, heartbeats included (its logs compact them)
+    causal_logs: list[list[LogRecord]] = field(init=False)
+    total_logs: list[list[LogRecord]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.owners = owners_for(self.writers)
@@ -69,14 +73,27 @@ class Space:
                 reader.add_member(owner, self.now)
         self.pending = [set() for _ in self.all()]
         self.group = [0 for _ in self.all()]
+        self.causal_logs = [[] for _ in self.all()]
+        self.total_logs = [[] for _ in self.all()]
+
+    def pump(self, reader: int) -> None:
+        causal, ordered = self.readers[reader].pump(self.now)
+        self.causal_logs[reader] += causal
+        self.total_logs[reader] += ordered
+
+    def new_reader(self, reader: int) -> None:
+        """Replace a reader by a fresh one that knows every member and holds nothing."""
+        self.readers[reader] = SpaceReader(capacity=self.capacity, inactive_after=self.inactive_after)
+        for owner in self.owners:
+            self.readers[reader].add_member(owner, self.now)
+        self.causal_logs[reader], self.total_logs[reader] = [], []
 
     def all(self) -> range:
         return range(self.writers + self.passive)
 
     def write(self, member: int, kind: Kind, key: str = "", value: str = "") -> Written:
-        reader = self.readers[member]
-        reader.pump(self.now)
-        view = reader.writer_view(member)
+        self.pump(member)
+        view = self.readers[member].writer_view(member)
         assert view.pending_own == 0
         payload = compose(member, view.previous, view.timeframe, kind, text="hi", key=key, value=value)
         message = Written(member, view.next, view.timeframe, kind, key, value, payload)
@@ -109,7 +126,7 @@ class Space:
         taken = self.readers[reader].offer(*message, self.written[message].payload, self.now)
         if taken:
             self.pending[reader].discard(message)
-        self.readers[reader].pump(self.now)
+        self.pump(reader)
         return taken
 
     def deliver_some(self, reader: int, count: int) -> None:
@@ -158,3 +175,10 @@ class Space:
             if written.kind is Kind.SET:
                 state[written.key] = written.value
         return {k: v for k, v in state.items() if v}
+
+
+def compacted(records: list[LogRecord]) -> list[LogRecord]:
+    """The naive log compaction: every record but the heartbeats followed by a later heartbeat
+    of the same member."""
+    last = {r.member: i for i, r in enumerate(records) if r.kind is Kind.HEARTBEAT}
+    return [r for i, r in enumerate(records) if r.kind is not Kind.HEARTBEAT or last[r.member] == i]

@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 import trio
 
-from swarm.proofs.document import InvalidProofDocument, parse_proof, verify_proof
+from chunks.merkle import leaf_hash
+from streamer.identity import NodeIdentity
+from streamer.states import StateSigner
+from swarm.cli.main import main
+from swarm.proofs.document import InclusionProof, InvalidProofDocument, parse_proof, proof_json, verify_proof
 from swarm.testing import NodeProcess, node_config, poll, preload, random_chunks, start_node, wait_for
 
 CHUNKS = random_chunks(300, seed=171)
@@ -160,7 +164,7 @@ def variants(value: Any) -> list[Any]:
 @pytest.mark.parametrize(
     ("document", "says"),
     [
-        ({}, "the field 'format' is missing"),
+        ({}, 'it has no "format" field'),
         ({"format": "something else"}, "not a swarm-inclusion-proof/1 document (format 'something else')"),
         ([1, 2], "a JSON object was expected, not list"),
         ({"format": "swarm-inclusion-proof/1", "node": {}}, "the field 'chunk' is missing"),
@@ -171,3 +175,64 @@ def test_a_malformed_document_is_refused_naming_what_is_wrong(document: object, 
         parse_proof(document)
     assert says in str(refused.value)
     assert "KeyError" not in str(refused.value)
+
+
+def small_proof() -> dict[str, Any]:
+    """A valid proof document of a one-entry log, made here (no node needed)."""
+    node = NodeIdentity.from_private_bytes(bytes(range(32)))
+    overlay = node.overlay(1)
+    address = b"\xaa" * 32
+    state = StateSigner(node, overlay).state(3, 5, 1, leaf_hash(1, address))
+    return proof_json(InclusionProof(1, overlay, node.public_key, address, 1, state, (), ()))
+
+
+def verify_file(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`swarm verify-proof FILE` in this process: exit status and stderr."""
+    (tmp_path / "p.json").write_text(text)
+    status = main(["verify-proof", str(tmp_path / "p.json")])
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (("chunk", "bin_id", -1), "chunk.bin_id is -1, not 1..2^64-1"),
+        (("chunk", "bin_id", 0), "chunk.bin_id is 0, not 1..2^64-1"),
+        (("chunk", "bin_id", 2**64), f"chunk.bin_id is {2**64}, not 1..2^64-1"),
+        (("chunk", "bin_id", 10**40), "not 1..2^64-1"),
+        (("node", None, []), "node must be a JSON object, not list"),
+        (("receipts", None, [5]), "a receipt must be a JSON object, not int"),
+        (("path", None, ["zz"]), "path: 'zz' is not hex"),
+        (("format", None, None), 'it has no "format" field'),
+        (("node", "public_key", "ab"), "public_key: 1 bytes, not 32"),  # found by benches/fuzz.py
+        (("node", "network_id", -1), "network_id: -1 is not in 0..2^64-1"),
+    ],
+)
+def test_verify_proof_refuses_bad_fields_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: tuple[str, str | None, Any], says: str
+) -> None:
+    """Issue 30 item 10: out-of-range bin IDs were an OverflowError traceback; a missing format
+    a bare KeyError. Now: one line on stderr naming the field, exit status 1."""
+    doc = small_proof()
+    assert verify_proof(parse_proof(doc))
+    outer, inner, value = change
+    if value is None:
+        del doc[outer]
+    elif inner is None:
+        doc[outer] = value
+    else:
+        doc[outer][inner] = value
+    status, err = verify_file(tmp_path, json.dumps(doc), capsys)
+    assert status == 1
+    assert err.count("\n") == 1 and err.startswith("invalid: ") and says in err, err
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000 + "]" * 100_000, '{"format": ' + "[" * 50_000 + "]" * 50_000 + "}"]
+)
+def test_verify_proof_refuses_deeply_nested_json_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    status, err = verify_file(tmp_path, text, capsys)
+    assert status == 2
+    assert err == f"swarm: error: {tmp_path / 'p.json'} is nested too deeply to be a proof document\n"

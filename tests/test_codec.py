@@ -40,6 +40,7 @@ from streamer import (
     RetrieveDelivery,
     RetrieveFailure,
     RetrieveRequest,
+    RolledBack,
     SignedState,
     StateReply,
     StateRequest,
@@ -134,6 +135,10 @@ GOLDEN = [
     (
         Receipt(4, 5, 1, 300, b"\x11" * 32, b"\x22" * 64),
         "0000007a 1b 04 0000000000000005 0000000000000001 000000000000012c" + " 11" * 32 + " 22" * 64,
+    ),
+    (
+        RolledBack(4, 5, 300, b"\x11" * 32, b"\x22" * 64),
+        "00000072 1c 04 0000000000000005 000000000000012c" + " 11" * 32 + " 22" * 64,
     ),
     (RetrieveRequest(7, b"\xcc" * 32, 3), "0000002a 20 0000000000000007" + " cc" * 32 + " 03"),
     (RetrieveDelivery(7, CHUNK), "00000014 21 0000000000000007 0300000000000000 666f6f"),

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from syncer.interval_store import CorruptState, IntervalStore
+from pot import MAX_PO, proximity
+from syncer.interval_store import CorruptState, IntervalStore, _upstream_bins
 from syncer.intervals import MAX_ID, Intervals
 
 
@@ -614,3 +615,34 @@ def test_corrupt_epoch_named(store: IntervalStore, state: DictState) -> None:
         store.epoch(A)
     with pytest.raises(CorruptState):
         store.check_epoch(A, 1)
+
+
+# -- intervals reset after a power cut (issue 30 item 11) -----------------------------------------
+
+addresses32 = st.binary(min_size=32, max_size=32)
+
+
+@given(addresses32, addresses32, addresses32)
+def test_a_lost_chunk_of_unknown_address_is_in_one_of_the_bins_reset(
+    own: bytes, peer: bytes, chunk: bytes
+) -> None:
+    """Brute force: whatever the chunk's address, the peer's bin it is in is among those reset
+    from only its bin in our store (and exactly that one when the address is known)."""
+    ours, theirs = min(proximity(chunk, own), MAX_PO), min(proximity(chunk, peer), MAX_PO)
+    assert theirs in _upstream_bins(own, peer, ours, None)
+    assert _upstream_bins(own, peer, ours, chunk) == {theirs}
+    if min(proximity(own, peer), MAX_PO) != ours:
+        assert len(_upstream_bins(own, peer, ours, None)) == 1
+
+
+def test_forget_lost_clears_the_bins_that_covered_a_lost_chunk_and_no_others() -> None:
+    own, peer = bytes(32), b"\x80" + bytes(31)  # po 0: a chunk of our bin 3 is in its bin 0
+    chunk = b"\x10" + bytes(31)  # po 3 to us, 0 to the peer
+    state = IntervalStore(DictState())
+    for bin in (0, 3):
+        full = Intervals()
+        full.add(1, 600)
+        state.put(peer, bin, full)
+    assert state.forget_lost(own, [(3, chunk)]) == 1
+    assert state.get(peer, 0).ranges == [] and state.get(peer, 3).ranges == [(1, 600)]
+    assert state.forget_lost(own, [(3, None)]) == 0  # bin 0 is clear already; bin 3 never held it

@@ -92,8 +92,38 @@ async def test_failed_dials_back_off_and_succeed_later(autojump_clock: trio.test
         net.dead.clear()
         await trio.sleep(8.5)  # the next try, after the capped 8 s, succeeds
         assert table.is_connected(known[0])
-        assert backoff.failures(known[0]) == 0
         assert net.dialled.count(known[0]) == 5
+        # the count goes on until the session ends cleanly (a peer that refuses us right after
+        # the handshake is not dialled again at once)
+        assert backoff.failures(known[0]) == 4
+        manager.session_ended(known[0], broken=False)
+        assert backoff.failures(known[0]) == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_sessions_broken_off_back_off_exponentially(autojump_clock: trio.testing.MockClock) -> None:
+    """Issue 30 item 9: a peer whose sessions end in a protocol violation right after each
+    handshake (it refuses us) is dialled again after 1, 2, 4, 8 s, not at once (a restored node
+    saw 85 connect-and-refuse cycles a second)."""
+    known = peers(1, seed=3)
+    table, book, net = setup(known)
+    backoff = Backoff(base=1.0, cap=8.0)
+    manager = ConnectionManager(table, book, get_strategy("first"), net.dial, net.disconnect, backoff=backoff)
+
+    async def refuse_each_session() -> None:
+        while True:
+            await trio.sleep(0.01)
+            if table.is_connected(known[0]):
+                table.disconnect(known[0])
+                manager.session_ended(known[0], broken=True)
+                manager.changed()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        nursery.start_soon(refuse_each_session)
+        await trio.sleep(1 + 2 + 4 + 8 + 0.5)
+        assert net.dialled.count(known[0]) == 5  # at 0, 1, 3, 7 and 15 s
+        assert backoff.failures(known[0]) == 5
         nursery.cancel_scope.cancel()
 
 

@@ -290,6 +290,14 @@ def test_epoch_is_creation_time_persists_and_changes_after_wipe(store_path: Path
         assert store.epoch > epoch
 
 
+def test_protocol_doc_gives_the_handshake_epoch_in_the_unit_the_store_keeps() -> None:
+    """docs/protocol.md's Handshake row: nodes send nanoseconds since the Unix epoch, not seconds."""
+    doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
+    handshake = doc.split("`Handshake`, the second frame", 1)[1].split("### 5.2", 1)[0]
+    (row,) = [line for line in handshake.splitlines() if "`epoch`" in line]
+    assert "ns since the Unix epoch" in row and "seconds" not in row
+
+
 # -- opening, locking, refusing --------------------------------------------------------------------
 
 

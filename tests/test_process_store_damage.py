@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from chunks import Chunk
+from localstore.addressindex import INDEX_FILE_NAME
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_HEADER_SIZE, SLOT_SIZE
 from localstore.pullindex import ENTRY_SIZE, pull_file_name
 from pot import proximity
@@ -148,3 +149,28 @@ def test_a_flipped_payload_byte_is_never_offered_to_a_peer(tmp_path: Path) -> No
         no_traceback(a)
         no_traceback(b)
     assert "not offering a damaged chunk" in (tmp_path / "a" / "node.log").read_text()
+
+
+def test_a_power_cut_after_a_full_sync_resets_the_intervals_of_what_it_dropped(tmp_path: Path) -> None:
+    """Issue 30 item 11: B synced all 600 chunks from A, then lost power: 3 bytes off the tails of
+    CHUNKS and ADDRESSES. Recovery drops the chunk whose slot was torn; B's intervals said it was
+    synced, so it stayed gone for good (599 of 600). Now the intervals that covered it are
+    reset, and B syncs it again."""
+    chunks = random_chunks(600, seed=37)
+    preload(tmp_path / "a", chunks)
+    with NodeProcess(tmp_path / "a") as a:
+        b = NodeProcess(tmp_path / "b", peers=[a.p2p])
+        with b:
+            poll(lambda: synced_with(b, a.overlay, len(chunks)), timeout=SYNC_TIMEOUT)
+            b.kill()
+        store = tmp_path / "b" / "localstore"
+        for name in (CHUNK_FILE_NAME, INDEX_FILE_NAME):
+            os.truncate(store / name, (store / name).stat().st_size - 3)
+        with NodeProcess(tmp_path / "b", peers=[a.p2p]) as b2:
+            poll(lambda: synced_with(b2, a.overlay, len(chunks)), timeout=SYNC_TIMEOUT)
+            assert statuses(b2, chunks) == [200] * len(chunks)
+            entry = peer_entry(sync_doc(b2), a.overlay)
+            assert entry is not None and entry["stats"]["delivered"] >= 1
+            no_traceback(b2)
+    log = (tmp_path / "b" / "node.log").read_text()
+    assert "lost its last 1 slot(s)" in log and "interval set(s) reset" in log

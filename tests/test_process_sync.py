@@ -263,6 +263,22 @@ def test_sigterm_mid_sync_exits_cleanly_and_resumes(tmp_path: Path, victim: str)
                 no_traceback(b)
 
 
+def test_sigterm_to_the_process_group_shuts_the_workers_down_quietly(tmp_path: Path) -> None:
+    """systemd stops a service by signalling its whole process group, so the verifier workers get
+    the SIGTERM too. They leave the stopping to the node (they end when their stdin closes): no
+    `chunk verifier worker 0 failed` line, status 0, no worker left (issue 30 item 10)."""
+    preload(tmp_path / "a", chunk_set(6000, 11)[:50])
+    node = NodeProcess(tmp_path / "a", extra=["--verify-workers", "1"], own_group=True)
+    with node:
+        workers = node.verify_worker_pids()
+        assert len(workers) == 1
+        assert node.stop_group() == 0
+        poll(lambda: not any(running(pid) for pid in workers), timeout=10)
+    log = (tmp_path / "a" / "node.log").read_text(errors="replace")
+    assert "verifier worker" not in log and "Warning" not in log, log[-4000:]
+    no_traceback(node)
+
+
 def test_repeated_signals_during_shutdown_still_give_a_clean_exit(tmp_path: Path) -> None:
     """An impatient operator (or a supervisor that signals twice): SIGTERM and SIGINT every 20 ms
     until the node is gone. The first starts the graceful shutdown; the others must neither kill

@@ -34,12 +34,19 @@ class FakeClient:
     running: set[tuple[int, bool]] = field(default_factory=set)
     open: int = 0
     record_historical: bool = True  # False: historical syncs never complete (the test records)
+    quiet: bool = True  # no offer since the latest cursors reply
+    asked: int = 0  # cursors requests
 
     async def cursors(self) -> CursorsReceived:
+        self.asked += 1
+        self.quiet = True  # the reply came after every offer so far
         return CursorsReceived(self.epoch, self.cursors_)
 
     def cursor(self, bin: int) -> int:
         return self.cursors_[bin]
+
+    def settled(self) -> bool:
+        return self.quiet
 
     def open_batches(self) -> int:
         return self.open
@@ -150,3 +157,26 @@ async def test_open_batches_or_lag_mean_not_fully_synced() -> None:
         assert [b.lag for b in status.bins if b.bin == 0] == [4]
         nursery.cancel_scope.cancel()
     assert p.statistics().peers == (), "a peer whose pull ended is no longer listed"
+
+
+async def test_a_lull_between_offers_is_not_fully_synced_until_a_cursors_reply_confirms_it() -> None:
+    """Issue 30 item 10: every bin covered up to the cursors the offers showed, but an offer came
+    after the upstream's latest cursors reply: more may be on the way, so not fully synced. The
+    puller asks the cursors again soon (cursor_confirm, not cursor_refresh), and the reply with
+    no offer after it confirms the sync."""
+    p = Puller(IntervalStore(DictState()), config=PullerConfig(cursor_refresh=60, cursor_confirm=0.01))
+    async with trio.open_nursery() as nursery:
+        client = FakeClient(PEER, nursery, p, cursors(b0=5))
+        nursery.start_soon(p.pull, client, 0)
+        await settle()
+        assert p.fully_synced() and client.asked == 1
+        client.quiet = False  # a live offer of 3 more chunks, all stored at once
+        client.cursors_ = cursors(b0=8)
+        p.record(PEER, 0, 6, 8)
+        assert not p.fully_synced()
+        assert not p.statistics().fully_synced
+        with trio.fail_after(5):
+            while client.asked < 2:
+                await trio.sleep(0.005)
+        assert p.fully_synced()
+        nursery.cancel_scope.cancel()

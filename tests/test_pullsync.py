@@ -16,6 +16,7 @@ import trio
 import trio.testing
 
 from chunks import Chunk
+from chunks.merkle import Frontier, range_nodes
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     ChunkDelivery,
@@ -24,6 +25,7 @@ from streamer.messages import (
     GoodbyeCode,
     Message,
     OfferedHashes,
+    StateReply,
     StateRequest,
     Subscribe,
     Unsubscribe,
@@ -43,7 +45,7 @@ from syncer.stats import PeerStats
 from syncer.takeover import Verifying
 from syncer.transfers import Transfers
 from tests.test_receipts import DOWN_SIGNER, DictState
-from tests.test_session_proofs import BIN, OVERLAY, UP, make_log, signed
+from tests.test_session_proofs import BIN, OVERLAY, SIGNER, UP, make_log, signed
 
 EPOCH = 1_700_000_000
 # bin 0 of every upstream here (their overlays start with a 0 bit, these chunks with a 1)
@@ -295,3 +297,92 @@ async def test_a_sync_cancelled_while_its_state_request_waits_leaves_the_next_on
         await r.client.receive(state_reply(log, request, signed(log, 5)))
         assert await r.conn.next() == Subscribe(BIN, False, 1, 5)
         assert logs.holds(BIN, 5, frontier=False)
+
+
+async def test_a_state_reply_whose_sync_was_cancelled_is_kept_not_an_error() -> None:
+    """Issue 30 item 10: a restarted verifying node stops a bin's sync while its state request
+    waits, and no other sync of the bin follows. The reply is an answer to our own request: the
+    state is accepted and kept, and the peer is not dropped (it was an AssertionError)."""
+    log = make_log(5)
+    logs = ProvenLogs(OVERLAY, UP.public_key, EPOCH)
+    proofs = ProofStore(DictState())
+    verifying = Verifying(logs, DOWN_SIGNER, proofs)
+    async with rig(overlay=OVERLAY, verifying=verifying) as r:
+        await cursors(r, (0, 0, 0, 5))
+        scope = trio.CancelScope()
+        r.conn.nursery.start_soon(_run_in, scope, r.client.sync, BIN, False, 1, 5)
+        request = await r.conn.next()
+        assert isinstance(request, StateRequest)
+        scope.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        await r.client.receive(state_reply(log, request, signed(log, 5)))
+        assert logs.holds(BIN, 5, frontier=False)
+        assert [s.size for s in proofs.accepted(OVERLAY, EPOCH).values()] == [5]
+        assert r.conn.violations == []
+
+
+async def test_a_cursors_reply_after_its_request_was_cancelled_serves_the_next_request() -> None:
+    """The cursors call that asked is cancelled; its reply is no error, and a later call that
+    comes before the reply waits for it instead of asking twice (which the session forbids)."""
+    async with rig() as r:
+        with trio.move_on_after(0.05):
+            await r.client.cursors()
+        assert await r.conn.next() == CursorsRequest()
+        await r.client.receive(CursorsReply(EPOCH, (3,)))  # nothing waits: ignored
+        assert r.client.cursor(0) == 3
+        with trio.move_on_after(0.05):
+            await r.client.cursors()
+        assert await r.conn.next() == CursorsRequest()
+        async with trio.open_nursery() as n:
+            n.start_soon(r.client.cursors)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(trio.WouldBlock):  # the request still waits: not sent again
+                r.conn.sent.receive_nowait()
+            await r.client.receive(CursorsReply(EPOCH, (4,)))
+        assert r.client.cursor(0) == 4
+
+
+async def test_an_offer_unsettles_until_the_next_cursors_reply() -> None:
+    """`settled` (what fully_synced needs): a cursors reply with no offer after it."""
+    async with rig() as r:
+        assert not r.client.settled()  # nothing heard yet
+        await cursors(r, (0,))
+        assert r.client.settled()
+        r.store.put_many([CHUNKS[0]])
+        r.conn.nursery.start_soon(r.client.sync, 0, True, 1, 0)
+        assert await r.conn.next() == Subscribe(0, True, 1, 0)
+        await r.client.receive(OfferedHashes(0, True, 1, 1, (CHUNKS[0].address,)))
+        assert await r.conn.next() == WantedHashes.from_indices(0, True, 1, 1, [])
+        assert r.completed == [(0, 1, 1)]  # caught up with what the offer showed ...
+        assert not r.client.settled()  # ... but more may come
+        await cursors(r, (1,))
+        assert r.client.settled()
+
+
+@pytest.mark.parametrize("verifying", [False, True])
+async def test_a_cursor_never_offered_drops_the_peer(verifying: bool) -> None:
+    """Issue 30 item 10: an upstream claims bin 3 holds 2^64 - 2 chunks (verifying: with a signed
+    state of that size, which its own key can sign whatever the log) and offers nothing. The
+    historical stream is owed its first offer: after the batch timeout the peer is dropped,
+    instead of holding the sync (and fully_synced) for good."""
+    huge = 2**64 - 2
+    logs = ProvenLogs(OVERLAY, UP.public_key, EPOCH)
+    mode = Verifying(logs, DOWN_SIGNER, ProofStore(DictState())) if verifying else None
+    async with rig(overlay=OVERLAY, verifying=mode, config=PullerConfig(batch_timeout=0.3)) as r:
+        await cursors(r, (0, 0, 0, huge))
+        r.conn.nursery.start_soon(_expect_violation, r, r.client.sync, BIN, False, 1, huge)
+        if verifying:
+            request = await r.conn.next()
+            assert isinstance(request, StateRequest) and request.size == huge
+            nodes = tuple(bytes([i]) * 32 for i in range(len(range_nodes(0, huge))))
+            frontier = Frontier(0, ())
+            frontier.append_range(huge, nodes)  # a log nobody has: any hashes fold to a root
+            made_up = SIGNER.state(BIN, EPOCH, huge, frontier.root())
+            await r.client.receive(StateReply(made_up, 0, nodes))
+            assert logs.latest_size(BIN) == huge
+        assert await r.conn.next() == Subscribe(BIN, False, 1, huge)
+        with trio.fail_after(STEP):
+            while not r.conn.violations:
+                await trio.sleep(0.02)
+        (violation,) = r.conn.violations
+        assert "no offer of bin 3 historical within 0.3s" in str(violation)

@@ -116,8 +116,10 @@ def in_threads(function: Callable[[Any], Any], arguments: Sequence[Any]) -> list
 
 def full_log(client: SpaceClient, space: bytes, mode: str) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
-    while page := client.log(space, mode=mode, start=len(entries))["entries"]:
-        entries += page
+    start = 0
+    while (page := client.log(space, mode=mode, start=start))["entries"]:
+        entries += page["entries"]
+        start = page["next"]
     return entries
 
 

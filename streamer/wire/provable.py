@@ -174,3 +174,25 @@ class Receipt(Message):
     signature: Signature
 
     _check = check_range
+
+
+@message(0x1C)
+class RolledBack(Message):
+    """Downstream to upstream, just before its ``Goodbye(INCONSISTENT_STATE)``: a state the
+    upstream signed in its current epoch whose size its cursors now fall short of. Its store went
+    back (restored from an older copy) and reuses bin IDs it signed: the upstream checks its own
+    signature and takes a new store epoch, so every downstream syncs it afresh."""
+
+    bin: Bin
+    epoch: U64
+    size: U64
+    root: Hash
+    signature: Signature
+
+    @classmethod
+    def of(cls, state: SignedState) -> RolledBack:
+        return cls(state.bin, state.epoch, state.size, state.root, state.signature)
+
+    @property
+    def state(self) -> SignedState:
+        return SignedState(self.bin, self.epoch, self.size, self.root, self.signature)

@@ -209,11 +209,13 @@ class _SpaceHandlers:
         replica = await self.replica_of(request)
         entries = replica.reader.log(mode)
         deadline = time.monotonic() + wait
-        while len(entries) <= start and time.monotonic() < deadline:
+        while entries.end <= start and time.monotonic() < deadline:
             await replica.wait_changed(deadline - time.monotonic())
-        page = entries[start : start + limit]
-        docs = [record_json(replica, record, start + i) for i, record in enumerate(page)]
-        return JSONResponse({"mode": mode, "entries": docs, "next": start + len(docs)})
+        page = entries.page(start, limit)
+        docs = [record_json(replica, record, position) for position, record in page]
+        # past the page; a short page reached the end (positions of dropped heartbeats skipped)
+        after = page[-1][0] + 1 if len(page) == limit else max(start, entries.end)
+        return JSONResponse({"mode": mode, "entries": docs, "next": after})
 
     async def state(self, request: Request) -> Response:
         replica = await self.replica_of(request)

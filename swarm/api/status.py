@@ -73,6 +73,7 @@ def _proofs(stats: NodeStatistics) -> dict[str, Any]:
         "states_signed": proofs.states_signed,
         "flushes": proofs.flushes,
         "state_equivocations": proofs.equivocations,
+        "epoch_renewals": proofs.epoch_renewals,
         "evidence": [
             {
                 "upstream": e.upstream.hex(),

@@ -71,6 +71,8 @@ def cmd_verify_proof(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise CliError(f"{args.file} is not JSON: {exc}") from None
+    except RecursionError:
+        raise CliError(f"{args.file} is nested too deeply to be a proof document") from None
     try:
         held = verify_proof(parse_proof(doc))
     except InvalidProofDocument as exc:

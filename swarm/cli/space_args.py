@@ -94,7 +94,7 @@ def add_space_parser(sub: Any) -> None:
         "--mode", choices=("causal", "total"), default="causal", help="processing order (default causal)"
     )
     p.add_argument("--follow", action="store_true", help="keep printing new messages (Ctrl-C stops)")
-    p.add_argument("--heartbeats", action="store_true", help="show heartbeats too")
+    p.add_argument("--heartbeats", action="store_true", help="show heartbeats too (each member's latest)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     command("state", "the shared map", cmd_state).add_argument("--json", action="store_true")
     command("status", "per member: processed, waiting for what since when", cmd_status).add_argument(

@@ -80,6 +80,7 @@ class Sessions:
         retired: Callable[[bytes], None] = lambda overlay: None,
         parting: Callable[[bytes], Message | None] = lambda overlay: None,
         turned_down: Callable[[bytes], object] = lambda overlay: None,
+        ended: Callable[[bytes, Disconnect], None] = lambda overlay, why: None,
     ) -> None:
         """``refusal`` says why an inbound session from an overlay is not taken (None: it is);
         ``retired`` is told of a peer gone long enough for its own counters to be dropped;
@@ -97,6 +98,7 @@ class Sessions:
         self.overlay = overlay
         self._connected = connected
         self._disconnected = disconnected
+        self._session_ended = ended  # why each session ended (the manager's backoff)
         self.peers: dict[bytes, Peer] = {}
         self.past_traffic: dict[bytes, dict[str, int]] = {}
         self.disconnections: deque[Disconnection] = deque(maxlen=RECENT_DISCONNECTIONS)
@@ -187,6 +189,10 @@ class Sessions:
                 log.info("dial bootnode %s:%d failed: %s", host, port, exc)
                 await trio.sleep(delay)
                 delay = min(delay * 2, redial_max)
+
+    def close_all(self, code: int, reason: str) -> None:
+        for peer in list(self.peers.values()):
+            peer.conn.close(code, reason)
 
     def close(self, overlay: bytes, code: int, reason: str) -> None:
         peer = self.peers.get(overlay)
@@ -284,6 +290,7 @@ class Sessions:
             )
         )
         log.info("peer %s disconnected by %s: %s (%s)", peer, disconnect.by, disconnect.reason or "-", code)
+        self._session_ended(peer.overlay, disconnect)
 
     def traffic(self, overlay: bytes) -> dict[str, int]:
         """Byte counters of every session with the peer, the current one included."""
@@ -343,3 +350,15 @@ def _no_reason(by: str, code: str) -> str:
     """What to say of a disconnection that came with no reason: who ended it, and its code."""
     who = "the peer" if by == "remote" else "this node"
     return f"{who} ended the connection ({code}) without giving a reason"
+
+
+#: Goodbye codes that end a session without blaming either side.
+_CLEAN_ENDS = frozenset(
+    {GoodbyeCode.NORMAL, GoodbyeCode.SHUTDOWN, GoodbyeCode.DUPLICATE_CONNECTION, GoodbyeCode.PRUNED}
+)
+
+
+def broken_off(disconnect: Disconnect) -> bool:
+    """The session ended over a protocol violation, ours or the peer's word: dialling the peer
+    again at once would likely end the same way (a peer that refuses us, or one we refuse)."""
+    return disconnect.violation or disconnect.code not in _CLEAN_ENDS

@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 FORMAT = "swarm-inclusion-proof/1"
+MAX_BIN_ID = 2**64 - 1
 
 
 class InvalidProofDocument(ValueError):
@@ -92,44 +93,44 @@ def parse_proof(doc: Any) -> InclusionProof:
     if not isinstance(doc, dict):
         kind = type(doc).__name__
         raise InvalidProofDocument(f"not a {FORMAT} document: a JSON object was expected, not {kind}")
+    if "format" not in doc:
+        raise InvalidProofDocument(f'not a {FORMAT} document: it has no "format" field')
+    if doc["format"] != FORMAT:
+        raise InvalidProofDocument(f"not a {FORMAT} document (format {doc['format']!r:.80})")
     try:
-        if doc.get("format") != FORMAT:
-            raise InvalidProofDocument(f"not a {FORMAT} document (format {doc['format']!r})")
-        node, chunk, st = doc["node"], doc["chunk"], doc["state"]
-        bin = _int(chunk["bin"])
-        state = SignedState(bin, _int(st["epoch"]), _int(st["size"]), _hex(st["root"]), _hex(st["signature"]))
-        receipts = tuple(
-            ReceiptProof(
-                _hex(r["downstream"]["overlay"]),
-                _hex(r["downstream"]["public_key"]),
-                Receipt(
-                    bin,
-                    _int(r["epoch"]),
-                    _int(r["start"]),
-                    _int(r["end"]),
-                    _hex(r["root"]),
-                    _hex(r["signature"]),
-                ),
-                tuple(_hex(h) for h in r["path"]),
-            )
-            for r in doc["receipts"]
-        )
+        node, chunk, st = _obj(doc, "node"), _obj(doc, "chunk"), _obj(doc, "state")
+        bin = _int(chunk, "bin")
+        state = SignedState(bin, _int(st, "epoch"), _int(st, "size"), _hex(st, "root"), _hex(st, "signature"))
+        receipts = tuple(_receipt(bin, r) for r in _list(doc, "receipts"))
+        bin_id = _int(chunk, "bin_id")
+        if not 1 <= bin_id <= MAX_BIN_ID:
+            raise InvalidProofDocument(f"malformed proof document: chunk.bin_id is {bin_id}, not 1..2^64-1")
         return InclusionProof(
-            network_id=_int(node["network_id"]),
-            overlay=_hex(node["overlay"]),
-            public_key=_hex(node["public_key"]),
-            address=_hex(chunk["address"]),
-            bin_id=_int(chunk["bin_id"]),
+            network_id=_u64(node, "network_id"),
+            overlay=_hex(node, "overlay", 32),
+            public_key=_hex(node, "public_key", 32),
+            address=_hex(chunk, "address", 32),
+            bin_id=bin_id,
             state=state,
-            path=tuple(_hex(h) for h in doc["path"]),
+            path=_hashes(doc, "path"),
             receipts=receipts,
         )
-    except InvalidProofDocument:
-        raise
-    except KeyError as exc:
-        raise InvalidProofDocument(f"malformed proof document: the field {exc} is missing") from None
-    except (TypeError, ValueError, AttributeError) as exc:  # MessageError is a ValueError
+    except (TypeError, ValueError) as exc:  # MessageError is a ValueError
+        if isinstance(exc, InvalidProofDocument):
+            raise
         raise InvalidProofDocument(f"malformed proof document: {exc}") from None
+
+
+def _receipt(bin: int, r: Any) -> ReceiptProof:
+    if not isinstance(r, dict):
+        raise TypeError(f"a receipt must be a JSON object, not {type(r).__name__}")
+    downstream = _obj(r, "downstream")
+    receipt = Receipt(
+        bin, _int(r, "epoch"), _int(r, "start"), _int(r, "end"), _hex(r, "root"), _hex(r, "signature")
+    )
+    return ReceiptProof(
+        _hex(downstream, "overlay", 32), _hex(downstream, "public_key", 32), receipt, _hashes(r, "path")
+    )
 
 
 def verify_proof(p: InclusionProof) -> list[str]:
@@ -162,13 +163,55 @@ def verify_proof(p: InclusionProof) -> list[str]:
     return told
 
 
-def _hex(value: Any) -> bytes:
+def _field(obj: dict[str, Any], key: str) -> Any:
+    if key not in obj:
+        raise InvalidProofDocument(f"malformed proof document: the field {key!r} is missing")
+    return obj[key]
+
+
+def _obj(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    value = _field(obj, key)
+    if not isinstance(value, dict):
+        raise TypeError(f"{key} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _list(obj: dict[str, Any], key: str) -> list[Any]:
+    value = _field(obj, key)
+    if not isinstance(value, list):
+        raise TypeError(f"{key} must be a JSON array, not {type(value).__name__}")
+    return value
+
+
+def _hashes(obj: dict[str, Any], key: str) -> tuple[bytes, ...]:
+    return tuple(_hex_value(key, h, 32) for h in _list(obj, key))
+
+
+def _hex(obj: dict[str, Any], key: str, size: int | None = None) -> bytes:
+    return _hex_value(key, _field(obj, key), size)
+
+
+def _hex_value(key: str, value: Any, size: int | None = None) -> bytes:
     if not isinstance(value, str):
-        raise TypeError(f"expected a hex string, got {type(value).__name__}")
-    return bytes.fromhex(value)
+        raise TypeError(f"{key}: expected a hex string, got {type(value).__name__}")
+    try:
+        data = bytes.fromhex(value)
+    except ValueError:
+        raise ValueError(f"{key}: {value[:80]!r} is not hex") from None
+    if size is not None and len(data) != size:
+        raise ValueError(f"{key}: {len(data)} bytes, not {size}")
+    return data
 
 
-def _int(value: Any) -> int:
+def _u64(obj: dict[str, Any], key: str) -> int:
+    value = _int(obj, key)
+    if not 0 <= value <= MAX_BIN_ID:
+        raise ValueError(f"{key}: {value} is not in 0..2^64-1")
+    return value
+
+
+def _int(obj: dict[str, Any], key: str) -> int:
+    value = _field(obj, key)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, got {type(value).__name__}")
+        raise TypeError(f"{key}: expected an integer, got {type(value).__name__}")
     return value

@@ -14,10 +14,13 @@ the client's `Verifying`; the `/sync` document reads `snapshot()`.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from localstore.store import LocalStore
 from streamer.identity import NodeIdentity
+from streamer.messages import SignedState
 from streamer.states import StateSigner
 from swarm.proofs.document import InclusionProof, ReceiptProof
 from syncer.proof_store import KeptReceipt, ProofStore, StateEquivocation
@@ -30,6 +33,8 @@ __all__ = ["MODES", "NodeProofs", "NotInLog", "ProofsSnapshot"]
 
 MODES = ("off", "sign", "verify")
 
+log = logging.getLogger(__name__)
+
 
 class NotInLog(LookupError):
     """No entry of this node's logs names the address (or it keeps no logs)."""
@@ -41,6 +46,7 @@ class ProofsSnapshot:
     states_signed: int
     flushes: int
     equivocations: int
+    epoch_renewals: int  # a peer proved our store went back: a new epoch was taken
     recent_equivocations: tuple[StateEquivocation, ...]
     receipts: tuple[KeptReceipt, ...]  # the latest of each downstream, bin and taken-over run
 
@@ -59,6 +65,8 @@ class NodeProofs:
         self.store = ProofStore(store)
         self.signer = StateSigner(identity, overlay)
         self.signing = StateSigning(store, self.signer) if mode != "off" else None
+        self.renewals = 0  # store epochs taken because a peer proved the store went back
+        self.after_renewal: Callable[[], None] = lambda: None  # the node: reconnect every peer
 
     @staticmethod
     def keeps_logs(mode: str) -> bool:
@@ -68,7 +76,28 @@ class NodeProofs:
         """What this node's upstream side serves provable streams with (None: plain only)."""
         if self.signing is None:
             return None
-        return Provable(self.signing, self.store, self.overlay)
+        return Provable(self.signing, self.store, self.overlay, self.rolled_back)
+
+    def rolled_back(self, state: SignedState, cursor: int) -> None:
+        """A downstream showed ``state``, signed by us in this epoch, which our log no longer
+        holds (``cursor`` entries now): the store was restored from an older copy and would
+        sign other roots for the same sizes. Take a new epoch and reconnect every peer, so each
+        syncs us afresh instead of refusing us for good."""
+        if state.epoch != self.local.epoch:
+            return  # renewed already, on another peer's word
+        epoch = self.local.renew_epoch()
+        if self.signing is not None:
+            self.signing.renew(epoch)
+        self.renewals += 1
+        log.warning(
+            "a peer holds our signed state of bin %d at %d entries, our log has %d: the store went "
+            "back (restored from an older copy?); new store epoch %d, peers sync it afresh",
+            state.bin,
+            state.size,
+            cursor,
+            epoch,
+        )
+        self.after_renewal()
 
     def verifying(self, upstream: bytes, public_key: bytes, epoch: int) -> Verifying | None:
         """What a client pulling from ``upstream`` checks its streams with (None: no checks)."""
@@ -116,6 +145,7 @@ class NodeProofs:
             states_signed=signing.signed if signing else 0,
             flushes=signing.flushes if signing else 0,
             equivocations=self.store.equivocations,
+            epoch_renewals=self.renewals,
             recent_equivocations=tuple(self.store.recent_equivocations()[:16]),
             receipts=tuple(self.store.receipts()),
         )

@@ -4,40 +4,25 @@ The shell (`swarm.spaces.replica`) tells it the members and the messages it fetc
 `pump` and serves what it holds; `now` is always passed in (wall-clock seconds), so everything
 here is tested without an event loop. Two logs are kept: the *causal* log (the order this reader
 processed messages in) and the *total* log (`swarm.spaces.total`, the same on every reader),
-both as compact records without message bodies, which stay in the node's store. The shared map
+both as compact records without message bodies, which stay in the node's store, and keeping
+only the latest heartbeat of each member (`swarm.spaces.spacelog`). The shared map
 (`swarm.spaces.register`) is applied as messages are processed.
 """
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
 
 from swarm.spaces.messages import Kind
 from swarm.spaces.ordering import DEFAULT_CAPACITY, CausalOrderer, Invalidation, Missing, Processed, Wait
 from swarm.spaces.register import LwwMap
-from swarm.spaces.timeframe import OrderKey, Timeframe
+from swarm.spaces.spacelog import LogRecord, SpaceLog
+from swarm.spaces.timeframe import Timeframe
 from swarm.spaces.total import DEFAULT_INACTIVE_AFTER, TotalOrder
 
 __all__ = ["LogRecord", "MemberStatus", "SpaceReader", "SpaceStatus", "WriterView"]
 
 MODES = ("causal", "total")
-
-
-@dataclass(frozen=True, slots=True)
-class LogRecord:
-    """A processed message, without its body: who, which, where in the order, when written."""
-
-    member: int
-    key: OrderKey
-    timeframe: Timeframe
-    kind: Kind
-    written_at: int
-    late: bool = False
-
-    @property
-    def seq(self) -> int:
-        return self.key.seq
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +73,9 @@ class SpaceReader:
         self.orderer = CausalOrderer(capacity=capacity)
         self.total = TotalOrder(inactive_after=inactive_after)
         self.state = LwwMap()
-        self.causal_log: list[LogRecord] = []
-        self.total_log: list[LogRecord] = []
-        self._positions: list[array[int]] = []  # per member: causal log position of each seq
+        self.causal_log = SpaceLog()
+        self.total_log = SpaceLog()
+        self._unordered: dict[tuple[int, int], LogRecord] = {}  # processed, not in total order yet
         # False while the shell is still reading the member list: a member found later could
         # have written messages that sort first, so the total order waits
         self.members_complete = True
@@ -100,10 +85,7 @@ class SpaceReader:
         return self.orderer.members
 
     def add_member(self, owner: bytes, now: float) -> int:
-        member = self.orderer.add_member(owner, now)
-        while len(self._positions) < self.orderer.members:
-            self._positions.append(array("Q"))
-        return member
+        return self.orderer.add_member(owner, now)
 
     def offer(self, member: int, seq: int, payload: bytes, now: float) -> bool:
         return self.orderer.offer(member, seq, payload, now)
@@ -117,7 +99,7 @@ class SpaceReader:
         if not self.members_complete:
             return causal, ordered
         for entry in self.total.emit(self.orderer, now):
-            record = self.causal_log[self._positions[entry.member][entry.seq]]
+            record = self._unordered.pop((entry.member, entry.seq))
             if entry.late:
                 record = LogRecord(
                     record.member, record.key, record.timeframe, record.kind, record.written_at, True
@@ -131,14 +113,14 @@ class SpaceReader:
         record = LogRecord(
             processed.member, processed.key, processed.timeframe, message.kind, message.written_at
         )
-        self._positions[processed.member].append(len(self.causal_log))
+        self._unordered[(processed.member, processed.seq)] = record
         self.causal_log.append(record)
         if message.kind is Kind.SET:
             self.state.apply(message.key, message.value, processed.key)
         self.total.add(processed.member, processed.key)
         return record
 
-    def log(self, mode: str) -> list[LogRecord]:
+    def log(self, mode: str) -> SpaceLog:
         if mode not in MODES:
             raise ValueError(f"mode is one of {', '.join(MODES)}, not {mode!r}")
         return self.causal_log if mode == "causal" else self.total_log

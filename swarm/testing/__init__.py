@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -83,9 +84,17 @@ class NodeProcess:
     """A `swarm node` OS process on loopback with ephemeral ports, found through its node.json."""
 
     def __init__(
-        self, data_dir: Path, *, peers: Iterable[tuple[str, int]] = (), extra: Iterable[str] = ()
+        self,
+        data_dir: Path,
+        *,
+        peers: Iterable[tuple[str, int]] = (),
+        extra: Iterable[str] = (),
+        own_group: bool = False,
     ) -> None:
+        """``own_group``: the node leads a process group of its own (as under systemd), which
+        `stop_group` signals as a whole."""
         self.data_dir = Path(data_dir)
+        self.own_group = own_group
         self.peers = list(peers)
         self.extra = list(extra)
         self.proc: subprocess.Popen[bytes] | None = None
@@ -110,7 +119,9 @@ class NodeProcess:
         cmd += self.extra
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.data_dir / "node.log", "ab")  # noqa: SIM115 - closed in stop()/kill()
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=self.own_group
+        )
         deadline = time.monotonic() + timeout
         info_path = self.data_dir / "node.json"
         while time.monotonic() < deadline:
@@ -180,6 +191,13 @@ class NodeProcess:
                 self.proc.wait()
         self._log.close()
         return self.proc.returncode
+
+    def stop_group(self, timeout: float = 15.0) -> int:
+        """SIGTERM the node's whole process group (what systemd sends), wait; the exit status."""
+        assert self.proc is not None and self.own_group
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        return self.stop(timeout)
 
     def kill(self) -> None:
         """SIGKILL: the process gets no chance to clean up."""
