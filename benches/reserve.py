@@ -41,7 +41,7 @@ from typing import Any
 
 import httpx
 
-from benches.sync import load_average, make_chunks, peer_stats
+from benches.sync import cpu_seconds, load_average, make_chunks, peer_stats, pid_of, py_spy
 from localstore.reserve import Reserve
 from localstore.store import LocalStore
 from swarm.testing import NodeProcess, poll, preload
@@ -158,7 +158,7 @@ def deferred_upload(node: NodeProcess, data: bytes) -> tuple[float, float]:
     return answered, time.perf_counter() - started
 
 
-def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
+def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any]:
     data = random.Random(33).randbytes(mib << 20)
     with NodeProcess(workdir / "lone", extra=PLAIN) as lone:
         local_s, doc = upload(lone, data)
@@ -171,7 +171,10 @@ def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
             extra = [*PLAIN, "--neighbourhood-size", "1"]
             nodes.append(NodeProcess(workdir / f"n{i}", peers=peers, extra=extra).start())
         poll(lambda: all(len(n.get("/sync").json()["peers"]) == len(nodes) - 1 for n in nodes), timeout=60)
-        swarm_s, doc = upload(nodes[0], data)
+        cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
+        with py_spy(pid_of(nodes[0]), spy and spy + ".uploader"), py_spy(pid_of(nodes[1]), spy and spy + ".storer"):
+            swarm_s, doc = upload(nodes[0], data)
+        cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
         receipts = nodes[0].get("/sync").json()["reserve"]["receipts"]
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
@@ -183,6 +186,7 @@ def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
         "local_mib_per_s": round(mib / local_s, 2),
         "push_mib_per_s": round(mib / swarm_s, 2),
         "receipts": receipts,
+        "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),
         "deferred_answer_mib_per_s": round(mib / answered_s, 2),
         "deferred_durable_mib_per_s": round(mib / durable_s, 2),
@@ -196,6 +200,7 @@ def main() -> None:
         "--chunks", type=int, default=20_000, help="chunks for evict and sync (default 20000)"
     )
     parser.add_argument("--mib", type=int, default=16, help="MiB uploaded for push (default 16)")
+    parser.add_argument("--py-spy", metavar="FILE", help="push: profile node 0 and node 1 (FILE.uploader/.storer)")
     args = parser.parse_args()
     result: dict[str, Any] = {"load": load_average(), "cpus": os.cpu_count()}
     tmp = Path(tempfile.mkdtemp(prefix="bench-reserve-"))
@@ -205,7 +210,7 @@ def main() -> None:
         if args.part in ("sync", "all"):
             result.update(bench_sync(args.chunks, tmp / "sync"))
         if args.part in ("push", "all"):
-            result.update(bench_push(args.mib, tmp / "push"))
+            result.update(bench_push(args.mib, tmp / "push", args.py_spy))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(result))
