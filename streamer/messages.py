@@ -80,7 +80,15 @@ from streamer.wire.pullsync import (
     Unsubscribed,
     WantedHashes,
 )
-from streamer.wire.pushsync import PushDelivery, PushFailure, PushReceipt
+from streamer.wire.pushsync import (
+    MAX_PUSH_BATCH,
+    PushBatch,
+    PushBatchReceipt,
+    PushDelivery,
+    PushedChunk,
+    PushFailure,
+    PushReceipt,
+)
 from streamer.wire.registry import MESSAGE_CLASSES, MessageType, payload_size
 from streamer.wire.retrieval import RetrieveDelivery, RetrieveFailure, RetrieveRequest
 
@@ -98,6 +106,7 @@ __all__ = [
     "MAX_CHUNK_DATA_SIZE",
     "MAX_FRAME_SIZE",
     "MAX_HOST_SIZE",
+    "MAX_PUSH_BATCH",
     "MAX_INTEREST_ENTRIES",
     "MAX_PAYLOAD_SIZE",
     "MAX_PEER_RECORDS",
@@ -138,7 +147,10 @@ __all__ = [
     "Ping",
     "Pong",
     "ProvenOffer",
+    "PushBatch",
+    "PushBatchReceipt",
     "PushDelivery",
+    "PushedChunk",
     "PushFailure",
     "PushReceipt",
     "Receipt",
