@@ -175,7 +175,9 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
         with py_spy(pid_of(nodes[0]), spy and spy + ".uploader"), py_spy(pid_of(nodes[1]), spy and spy + ".storer"):
             swarm_s, doc = upload(nodes[0], data)
         cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
-        receipts = nodes[0].get("/sync").json()["reserve"]["receipts"]
+        reserve = nodes[0].get("/sync").json()["reserve"]
+        receipts = reserve["receipts"]
+        batched = reserve["push_batched"] / max(1, reserve["push_batches"])
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
         for node in nodes:
@@ -186,6 +188,7 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
         "local_mib_per_s": round(mib / local_s, 2),
         "push_mib_per_s": round(mib / swarm_s, 2),
         "receipts": receipts,
+        "chunks_per_batch": round(batched, 1),
         "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),
         "deferred_answer_mib_per_s": round(mib / answered_s, 2),
