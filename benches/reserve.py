@@ -161,7 +161,9 @@ def deferred_upload(node: NodeProcess, data: bytes) -> tuple[float, float]:
 def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any]:
     data = random.Random(33).randbytes(mib << 20)
     with NodeProcess(workdir / "lone", extra=PLAIN) as lone:
+        lone_cpu = cpu_seconds(pid_of(lone))
         local_s, doc = upload(lone, data)
+        lone_cpu = cpu_seconds(pid_of(lone)) - lone_cpu
     identities = [identity for i, identity in enumerate(spread_identities(3)) if i not in (3, 6)]
     nodes: list[NodeProcess] = []
     try:
@@ -172,12 +174,15 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
             nodes.append(NodeProcess(workdir / f"n{i}", peers=peers, extra=extra).start())
         poll(lambda: all(len(n.get("/sync").json()["peers"]) == len(nodes) - 1 for n in nodes), timeout=60)
         cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
-        with py_spy(pid_of(nodes[0]), spy and spy + ".uploader"), py_spy(pid_of(nodes[1]), spy and spy + ".storer"):
+        with (
+            py_spy(pid_of(nodes[0]), spy and spy + ".uploader"),
+            py_spy(pid_of(nodes[1]), spy and spy + ".storer"),
+        ):
             swarm_s, doc = upload(nodes[0], data)
         cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
         reserve = nodes[0].get("/sync").json()["reserve"]
         receipts = reserve["receipts"]
-        batched = reserve["push_batched"] / max(1, reserve["push_batches"])
+        batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
         for node in nodes:
@@ -189,6 +194,7 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
         "push_mib_per_s": round(mib / swarm_s, 2),
         "receipts": receipts,
         "chunks_per_batch": round(batched, 1),
+        "local_cpu_s": round(lone_cpu, 2),
         "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),
         "deferred_answer_mib_per_s": round(mib / answered_s, 2),
@@ -203,7 +209,9 @@ def main() -> None:
         "--chunks", type=int, default=20_000, help="chunks for evict and sync (default 20000)"
     )
     parser.add_argument("--mib", type=int, default=16, help="MiB uploaded for push (default 16)")
-    parser.add_argument("--py-spy", metavar="FILE", help="push: profile node 0 and node 1 (FILE.uploader/.storer)")
+    parser.add_argument(
+        "--py-spy", metavar="FILE", help="push: profile node 0 and node 1 (FILE.uploader/.storer)"
+    )
     args = parser.parse_args()
     result: dict[str, Any] = {"load": load_average(), "cpus": os.cpu_count()}
     tmp = Path(tempfile.mkdtemp(prefix="bench-reserve-"))

@@ -67,7 +67,9 @@ def main() -> None:
                 "node_cpu_s": round(cpu_s, 2),
             }
             if not args.no_remote:
-                remote_s, held, remote_cpu = remote_download(tmp / "remote", node, doc["reference"], data, args)
+                remote_s, held, remote_cpu = remote_download(
+                    tmp / "remote", node, doc["reference"], data, args
+                )
                 result |= {
                     "remote_download_mib_per_s": round(args.mib / remote_s, 1),
                     "remote_held_chunks": held,

@@ -11,9 +11,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
-from pathlib import Path
-
 from functools import lru_cache
+from pathlib import Path
 
 from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa

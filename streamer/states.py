@@ -20,6 +20,7 @@ checks one per live offer.
 from __future__ import annotations
 
 import struct
+
 from streamer.identity import NodeIdentity, verify_signature
 from streamer.messages import SIGNATURE_SIZE, Receipt, SignedState
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from chunks import Chunk
 from pot import proximity
 from streamer.identity import NodeIdentity
-from streamer.messages import MAX_PUSH_BATCH
+from streamer.messages import MAX_PUSH_BATCH, PushBatchReceipt
 from streamer.push_receipts import BadReceipt, make_batch_receipt, verify_batch_receipt
 
 NETWORK = 1
@@ -21,7 +22,7 @@ OVERLAY = STORER.overlay(NETWORK)
 ADDRESSES = [Chunk.from_payload(random.Random(7).randbytes(40) + bytes([i])).address for i in range(64)]
 
 
-def receipt_for(named: list[bytes], radius: int = 0, network_id: int = NETWORK):  # type: ignore[no-untyped-def]
+def receipt_for(named: list[bytes], radius: int = 0, network_id: int = NETWORK) -> PushBatchReceipt:
     return make_batch_receipt(STORER, network_id=network_id, request_id=3, addresses=named, radius=radius)
 
 
@@ -58,10 +59,10 @@ def test_a_chunk_the_receipt_does_not_name_is_not_covered() -> None:
         {"signature": bytes(64)},
     ],
 )
-def test_a_changed_batch_receipt_proves_nothing(change: dict[str, object]) -> None:
+def test_a_changed_batch_receipt_proves_nothing(change: dict[str, Any]) -> None:
     receipt = receipt_for(ADDRESSES[:4])
     with pytest.raises(BadReceipt, match="bad signature"):
-        verify_batch_receipt(replace(receipt, **change), network_id=NETWORK, pushed=ADDRESSES[:8])  # type: ignore[arg-type]
+        verify_batch_receipt(replace(receipt, **change), network_id=NETWORK, pushed=ADDRESSES[:8])
     with pytest.raises(BadReceipt, match="bad signature"):
         verify_batch_receipt(receipt, network_id=NETWORK + 1, pushed=ADDRESSES[:8])
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from pot import MAX_PO
+from streamer.errors import MessageError
 from streamer.wire.compound import HashList, Records
 from streamer.wire.declare import Message, message, record
-from streamer.errors import MessageError
 from streamer.wire.fields import U8, U64, Address, ChunkData, PublicKey, Reason, Signature, Sized, UInt
 from streamer.wire.limits import MAX_CHUNK_DATA_SIZE, MIN_CHUNK_DATA_SIZE
 

@@ -5,8 +5,9 @@ A `PushDelivery` costs a frame, a signature and a signature check per chunk, and
 sides. When the uploader is connected to a chunk's storers (as it is in a small swarm, and for
 the chunks of its own neighbourhood), it sends the chunk straight to the closest peer that has
 not signed for it yet, grouped with the other chunks bound for that peer: a `PushBatch`, stored
-by the peer itself (never forwarded, as a push with hop limit 0). The peer verifies every chunk
-(an invalid one drops the uploader, as for a single push), stores them in one write and answers
+by the peer itself (never forwarded, as a push with hop limit 0). The peer verifies every chunk it
+does not hold already (on its verifier workers if it has any; an invalid one drops the uploader,
+as for a single push), stores them in one write and answers
 with a `PushBatchReceipt`: one signature over the hash of the addresses it stored
 (streamer/push_receipts.py), which the uploader checks once for the whole batch. A chunk is
 credited to the storer only if the receipt names it within the storer's radius and the storer is
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from functools import partial
 from typing import Protocol
 
@@ -45,7 +46,7 @@ from streamer.push_receipts import BadReceipt, make_batch_receipt, verify_batch_
 from swarm.net.peer_choice import closer_known, distance
 from swarm.net.push_requests import PushFailed
 
-__all__ = ["Attested", "BatchPeer", "BatchPushes"]
+__all__ = ["Attested", "BatchPeer", "BatchPushes", "PushRound", "ToPush"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,9 @@ MAX_BATCHES_PER_PEER = 8
 
 Attested = tuple[bytes, bytes, int]
 """(chunk address, storer overlay, the radius the storer signed): one chunk's receipt."""
+ToPush = Sequence[tuple[Chunk, Collection[bytes]]]
+"""Chunks, each with the storers that signed for it so far."""
+PushRound = Callable[[ToPush], Awaitable[list[Attested]]]
 
 
 class BatchPeer(Protocol):
@@ -68,6 +72,18 @@ class BatchPeer(Protocol):
     async def push_batch(self, chunks: tuple[PushedChunk, ...], *, timeout: float) -> PushBatchReceipt: ...
 
 
+async def _verify_inline(chunks: list[Chunk]) -> list[str | None]:
+    problems: list[str | None] = []
+    for chunk in chunks:
+        try:
+            chunk.verify()
+        except InvalidChunk as exc:
+            problems.append(str(exc))
+        else:
+            problems.append(None)
+    return problems
+
+
 class BatchPushes:
     """The uploader's batches and the storer's side of them."""
 
@@ -78,6 +94,8 @@ class BatchPushes:
         *,
         peers: Callable[[], Iterable[BatchPeer]],
         store_many: Callable[[list[Chunk]], object],
+        verify: Callable[[list[Chunk]], Awaitable[list[str | None]]] | None = None,
+        held: Callable[[Chunk], bool] = lambda chunk: False,
         radius: Callable[[], int],
         known: Callable[[], Iterable[bytes]],
         credible_within: int,
@@ -88,17 +106,19 @@ class BatchPushes:
         self.overlay = identity.overlay(network_id)
         self._peers = peers
         self._store_many = store_many
+        self._verify = verify or _verify_inline
+        self._held = held
         self._radius = radius
         self._known = known
         self.credible_within = credible_within
         self.timeout = timeout
         self._serving: dict[bytes, int] = {}
         self._sending: dict[bytes, trio.Semaphore] = {}  # our batches in flight per peer, bounded
-        self.sent = self.attested = self.refused = self.received = 0
+        self.sent = self.attested = self.refused = self.received = self.held = 0
 
     # -- the uploader ---------------------------------------------------------------------------
 
-    def plan(self, items: Iterable[tuple[Chunk, Collection[bytes]]]) -> dict[bytes, list[Chunk]]:
+    def plan(self, items: ToPush) -> dict[bytes, list[Chunk]]:
         """Chunks by the peer to send them to: for each, the connected peer closest to it that
         has not signed for it (``storers``), if that peer is a credible storer; the others are
         left out."""
@@ -114,7 +134,7 @@ class BatchPushes:
                 groups[best].append(chunk)
         return groups
 
-    async def push_round(self, items: list[tuple[Chunk, Collection[bytes]]]) -> list[Attested]:
+    async def push_round(self, items: ToPush) -> list[Attested]:
         """Send each chunk (with the storers that signed for it so far) in a batch to its planned
         peer, all batches at once; return the receipts that came back for them."""
         by_overlay = {p.overlay: p for p in self._peers()}
@@ -122,7 +142,9 @@ class BatchPushes:
         async with trio.open_nursery() as nursery:
             for overlay, chunks in self.plan(items).items():
                 for i in range(0, len(chunks), MAX_PUSH_BATCH):
-                    nursery.start_soon(self._push_one_batch, by_overlay[overlay], chunks[i : i + MAX_PUSH_BATCH], results)
+                    nursery.start_soon(
+                        self._push_one_batch, by_overlay[overlay], chunks[i : i + MAX_PUSH_BATCH], results
+                    )
         return results
 
     async def _push_one_batch(self, peer: BatchPeer, chunks: list[Chunk], results: list[Attested]) -> None:
@@ -171,13 +193,15 @@ class BatchPushes:
     async def _serve(self, peer: BatchPeer, msg: PushBatch) -> None:
         try:
             chunks = [Chunk(item.address, item.data) for item in msg.chunks]
-            for chunk in chunks:
-                try:
-                    chunk.verify()
-                except InvalidChunk as exc:
-                    raise RemoteProtocolError(f"invalid pushed chunk: {exc}", GoodbyeCode.INVALID_CHUNK) from exc
+            new = [chunk for chunk in chunks if not self._held(chunk)]  # held: verified when stored
+            for chunk, problem in zip(new, await self._verify(new) if new else [], strict=True):
+                if problem is not None:
+                    problem = f"invalid pushed chunk {chunk.address.hex()}: {problem}"
+                    raise RemoteProtocolError(problem, GoodbyeCode.INVALID_CHUNK)
             self.received += len(chunks)
-            self._store_many(chunks)
+            self.held += len(chunks) - len(new)
+            if new:
+                self._store_many(new)
             receipt = make_batch_receipt(
                 self.identity,
                 network_id=self.network_id,

@@ -26,7 +26,7 @@ to retry and when the uploader may let go of a chunk is the pusher's business (s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
@@ -101,6 +101,8 @@ class PushSync:
         peers: Callable[[], Iterable[PushPeer]],
         store: Callable[[Chunk], object],
         store_many: Callable[[list[Chunk]], object] | None = None,
+        verify_many: Callable[[list[Chunk]], Awaitable[list[str | None]]] | None = None,
+        held: Callable[[Chunk], bool] = lambda chunk: False,
         responsible: Callable[[bytes], bool],
         radius: Callable[[], int],
         hop_limit: int = 8,
@@ -132,6 +134,8 @@ class PushSync:
             network_id,
             peers=peers,
             store_many=store_many or (lambda chunks: [store(chunk) for chunk in chunks]),
+            verify=verify_many,
+            held=held,
             radius=radius,
             known=known,
             credible_within=credible_within,

@@ -14,8 +14,9 @@ namespace (``b"push/" + address``, with the storers that signed so far, so a res
 where it was), and pushed: first in batches (swarm/net/push_batches.py) by `batch_workers` tasks,
 each taking up to `BATCH_TAKE` chunks at once, to the peers that store them, for as many rounds
 as it takes to make them durable; what that leaves pending is pushed one by one
-(swarm/net/pushsync.py) by `workers` tasks, each push skipping the storers already counted. A push that fails (no answer, a failure, a receipt that proves nothing) is
-tried again after a delay that doubles up to ``retry_max``, for as long as the node runs. Once
+(swarm/net/pushsync.py) by `workers` tasks, each push skipping the storers already counted. A
+push that fails (no answer, a failure, a receipt that proves nothing) is tried again (batched
+first) after a delay that doubles up to ``retry_max``, for as long as the node runs. Once
 durable the chunk is an ordinary chunk, which the reserve may evict (first, if it lies outside
 the radius).
 
@@ -40,7 +41,7 @@ import trio
 from chunks import Chunk
 from localstore import ChunkDamaged, ChunkNotFound
 from streamer.messages import MAX_PUSH_BATCH, PushReceipt
-from swarm.net.push_batches import Attested
+from swarm.net.push_batches import PushRound
 from swarm.net.push_requests import PushFailed
 from swarm.net.pushsync import NoCloserPeer
 from swarm.reserve.tags import Tag
@@ -104,7 +105,7 @@ class Pusher:
         overlay: bytes,
         get_chunk: Callable[[bytes], Chunk],
         push: Callable[..., Awaitable[tuple[bytes, PushReceipt]]],
-        push_batch: Callable[[list[tuple[Chunk, frozenset[bytes]]]], Awaitable[list[Attested]]] | None = None,
+        push_batch: PushRound | None = None,
         responsible: Callable[[bytes], bool],
         has_peers: Callable[[], bool],
         own_radius: Callable[[], int] = lambda: 0,
@@ -139,7 +140,9 @@ class Pusher:
         self._send, self._receive = trio.open_memory_channel[bytes](float("inf"))
         # what the batches leave pending, for the single pushes (all of it without batches)
         self._single_send, self._single = (
-            trio.open_memory_channel[bytes](float("inf")) if self.batch_workers else (self._send, self._receive)
+            trio.open_memory_channel[bytes](float("inf"))
+            if self.batch_workers
+            else (self._send, self._receive)
         )
         self._in_flight: set[bytes] = set()
         self._retries: list[tuple[float, int, bytes]] = []  # (due, order, address): a heap
@@ -291,7 +294,11 @@ class Pusher:
                 break
         pending = [a for a in chunks if a in self._pending]
         self._settle_many([a for a in pending if self.durable(self._pending[a].storers)])
-        signed = {PENDING_PREFIX + a: _storers_value(self._pending[a].storers) for a in pending if a in self._pending}
+        signed = {
+            PENDING_PREFIX + a: _storers_value(self._pending[a].storers)
+            for a in pending
+            if a in self._pending
+        }
         if signed:  # signed for by some: a restart goes on from there
             self._state.write_state_batch(signed)
 
