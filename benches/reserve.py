@@ -182,6 +182,7 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
         cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
         reserve = nodes[0].get("/sync").json()["reserve"]
         receipts = reserve["receipts"]
+        attempts, failures = reserve["push_attempts"], reserve["push_failures"]
         batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
@@ -194,6 +195,8 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
         "push_mib_per_s": round(mib / swarm_s, 2),
         "receipts": receipts,
         "chunks_per_batch": round(batched, 1),
+        "push_attempts": attempts,
+        "push_failures": failures,
         "local_cpu_s": round(lone_cpu, 2),
         "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),

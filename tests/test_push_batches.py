@@ -1,20 +1,25 @@
-"""Batch pushes: one receipt for many chunks (pure), and the uploader's batches through nodes."""
+"""Batch pushes: one receipt for many chunks (pure), the uploader's batches and the storer's side
+over doubles of peers (tests/test_pushsync.py has them through nodes)."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
 import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunks import Chunk
 from pot import proximity
+from streamer.errors import RemoteProtocolError
 from streamer.identity import NodeIdentity
-from streamer.messages import MAX_PUSH_BATCH, PushBatchReceipt
+from streamer.messages import MAX_PUSH_BATCH, GoodbyeCode, PushBatch, PushBatchReceipt, PushedChunk
 from streamer.push_receipts import BadReceipt, make_batch_receipt, verify_batch_receipt
+from swarm.net.push_batches import BatchPushes
 
 NETWORK = 1
 STORER = NodeIdentity.from_private_bytes(bytes(range(1, 33)))
@@ -71,3 +76,133 @@ def test_a_batch_receipt_naming_a_chunk_not_pushed_is_refused() -> None:
     receipt = receipt_for(ADDRESSES[:4])
     with pytest.raises(BadReceipt, match="which the batch did not hold"):
         verify_batch_receipt(receipt, network_id=NETWORK, pushed=ADDRESSES[1:4])
+
+
+# -- the uploader's batches and the storer's side, over doubles of connected peers ----------------
+
+
+class _Conn:
+    closed = False
+
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+        self.started: list[tuple[Any, tuple[Any, ...]]] = []
+
+    async def send(self, msg: object, priority: object) -> None:
+        self.sent.append(msg)
+
+    def start_soon(self, fn: Any, *args: Any) -> None:
+        self.started.append((fn, args))
+
+    async def run_started(self) -> None:
+        for fn, args in self.started:
+            await fn(*args)
+
+
+class _BatchPeer:
+    """A connected peer that stores what a batch brings and signs for it, leaving out ``skip``;
+    signed by ``signer`` (its own identity unless told otherwise)."""
+
+    def __init__(
+        self, identity: NodeIdentity, skip: Collection[bytes] = (), signer: NodeIdentity | None = None
+    ):
+        self.identity, self.skip, self.signer = identity, set(skip), signer or identity
+        self.overlay = identity.overlay(NETWORK)
+        self.conn = _Conn()
+        self.batches: list[tuple[PushedChunk, ...]] = []
+
+    async def push_batch(self, chunks: tuple[PushedChunk, ...], *, timeout: float) -> PushBatchReceipt:
+        self.batches.append(chunks)
+        named = [c.address for c in chunks if c.address not in self.skip]
+        return make_batch_receipt(self.signer, network_id=NETWORK, request_id=1, addresses=named, radius=0)
+
+
+def batch_pushes(peers: list[Any], **options: Any) -> BatchPushes:
+    options = {"store_many": lambda chunks: None, "radius": lambda: 0, "known": lambda: (), **options}
+    return BatchPushes(
+        NodeIdentity.generate(), NETWORK, peers=lambda: peers, credible_within=5, timeout=5, **options
+    )
+
+
+def content(n: int, seed: int = 1) -> list[Chunk]:
+    rng = random.Random(seed)
+    return [Chunk.from_payload(rng.randbytes(100)) for _ in range(n)]
+
+
+async def test_a_chunk_the_batch_receipt_leaves_out_is_not_credited() -> None:
+    data = content(20)
+    peer = _BatchPeer(NodeIdentity.generate(), skip={data[3].address})
+    pushes = batch_pushes([peer])
+    with trio.fail_after(10):
+        attested = await pushes.push_round([(c, frozenset()) for c in data])
+    assert sorted(a for a, _, _ in attested) == sorted(c.address for c in data if c != data[3])
+    assert {storer for _, storer, _ in attested} == {peer.overlay}
+    assert sorted(len(b) for b in peer.batches) == [5, MAX_PUSH_BATCH]  # 20 chunks: two frames
+    assert pushes.sent == 2 and pushes.attested == 19
+
+
+async def test_a_batch_receipt_signed_by_another_node_credits_nothing() -> None:
+    data = content(4)
+    peer = _BatchPeer(NodeIdentity.generate(), signer=NodeIdentity.generate())
+    pushes = batch_pushes([peer])
+    with trio.fail_after(10):
+        assert await pushes.push_round([(c, frozenset()) for c in data]) == []
+    assert pushes.refused == 1
+
+
+async def test_a_chunk_goes_to_the_closest_peer_that_has_not_signed_and_is_credible() -> None:
+    data = content(30, seed=2)
+    a, b = _BatchPeer(NodeIdentity.generate()), _BatchPeer(NodeIdentity.generate())
+    pushes = batch_pushes([a, b])
+    with trio.fail_after(10):
+        attested = await pushes.push_round([(c, frozenset({a.overlay})) for c in data])
+    assert {storer for _, storer, _ in attested} == {b.overlay} and len(attested) == 30
+    # the naive model of credibility: the storer must be among the 5 closest nodes known
+    crowd = [NodeIdentity.generate().overlay(NETWORK) for _ in range(40)]
+    pushes = batch_pushes([a], known=lambda: crowd)
+    plan = pushes.plan([(c, frozenset()) for c in data])
+    expected = [
+        c for c in data if sum(_closer(o, a.overlay, c.address) for o in [*crowd, pushes.overlay]) < 5
+    ]
+    assert plan.get(a.overlay, []) == expected
+
+
+def _closer(other: bytes, node: bytes, target: bytes) -> bool:
+    distance = lambda x: int.from_bytes(x, "big") ^ int.from_bytes(target, "big")  # noqa: E731
+    return distance(other) < distance(node)
+
+
+async def test_the_storer_verifies_what_it_does_not_hold_and_signs_for_all() -> None:
+    data = content(6, seed=3)
+    stored: list[Chunk] = []
+    verified: list[Chunk] = []
+
+    async def verify(chunks: list[Chunk]) -> list[str | None]:
+        verified.extend(chunks)
+        return [None] * len(chunks)
+
+    uploader = _BatchPeer(NodeIdentity.generate())
+    pushes = batch_pushes([], store_many=stored.extend, verify=verify, held=lambda c: c == data[0])
+    msg = PushBatch(7, tuple(PushedChunk(c.address, c.data) for c in data))
+    pushes.on_batch(uploader, msg)  # type: ignore[arg-type]  # a double of a connected peer
+    with trio.fail_after(10):
+        await uploader.conn.run_started()
+    (receipt,) = uploader.conn.sent
+    assert isinstance(receipt, PushBatchReceipt) and receipt.request_id == 7
+    storer, covered = verify_batch_receipt(receipt, network_id=NETWORK, pushed=[c.address for c in data])
+    assert storer == pushes.overlay and covered == [c.address for c in data]
+    assert verified == stored == data[1:], "a chunk it holds is neither verified nor stored again"
+
+
+async def test_a_batch_with_an_invalid_chunk_drops_the_uploader() -> None:
+    data = content(3, seed=4)
+    forged = PushedChunk(data[2].address, data[1].data)
+    msg = PushBatch(1, (PushedChunk(data[0].address, data[0].data), forged))
+    stored: list[Chunk] = []
+    uploader = _BatchPeer(NodeIdentity.generate())
+    pushes = batch_pushes([], store_many=stored.extend)
+    pushes.on_batch(uploader, msg)  # type: ignore[arg-type]  # a double of a connected peer
+    with trio.fail_after(10), pytest.raises(RemoteProtocolError, match="invalid pushed chunk") as caught:
+        await uploader.conn.run_started()
+    assert caught.value.code == GoodbyeCode.INVALID_CHUNK
+    assert stored == [] and uploader.conn.sent == []
