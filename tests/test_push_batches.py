@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,12 +15,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunks import Chunk
+from localstore.store import LocalStore
 from pot import proximity
 from streamer.errors import RemoteProtocolError
 from streamer.identity import NodeIdentity
-from streamer.messages import MAX_PUSH_BATCH, GoodbyeCode, PushBatch, PushBatchReceipt, PushedChunk
+from streamer.messages import (
+    MAX_PUSH_BATCH,
+    GoodbyeCode,
+    PushBatch,
+    PushBatchReceipt,
+    PushedChunk,
+    PushReceipt,
+)
 from streamer.push_receipts import BadReceipt, make_batch_receipt, verify_batch_receipt
 from swarm.net.push_batches import BatchPushes
+from swarm.reserve.pusher import PENDING_PREFIX, Pusher
 
 NETWORK = 1
 STORER = NodeIdentity.from_private_bytes(bytes(range(1, 33)))
@@ -206,3 +216,46 @@ async def test_a_batch_with_an_invalid_chunk_drops_the_uploader() -> None:
         await uploader.conn.run_started()
     assert caught.value.code == GoodbyeCode.INVALID_CHUNK
     assert stored == [] and uploader.conn.sent == []
+
+
+async def test_the_pusher_pushes_one_by_one_what_batches_leave_out(tmp_path: Path) -> None:
+    """Two peers sign batches but never for chunk X: every other chunk is durable by batches (a
+    receipt from each peer), X by single pushes (two storers), and the upload completes."""
+    data = content(40, seed=5)
+    left_out = data[7].address
+    peers: list[Any] = [_BatchPeer(NodeIdentity.generate(), skip={left_out}) for _ in range(2)]
+    pushes = batch_pushes(peers)
+    singles: list[bytes] = []
+
+    async def push(chunk: Chunk, *, storers: frozenset[bytes], near: int | None) -> tuple[bytes, PushReceipt]:
+        singles.append(chunk.address)
+        return NodeIdentity.generate().overlay(NETWORK), PushReceipt(
+            0, chunk.address, bytes(32), 0, bytes(64)
+        )
+
+    store = LocalStore(tmp_path / "s", bytes(32))
+    try:
+        store.put_many(data)
+        pusher = Pusher(
+            store,
+            overlay=bytes(32),
+            get_chunk=store.get,
+            push=push,
+            push_batch=pushes.push_round,
+            responsible=lambda address: False,
+            has_peers=lambda: True,
+        )
+        tag = pusher.new_tag()
+        pusher.add(tag, [c.address for c in data])
+        pusher.finish(tag, data[0].address, [c.address for c in data])
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(pusher.run)
+                assert await tag.wait(20)
+                nursery.cancel_scope.cancel()
+        assert singles == [left_out, left_out]
+        assert pushes.attested == 2 * (len(data) - 1) == pusher.statistics().receipts - 2
+        assert tag.synced == len(data) and pusher.statistics().pending == 0
+        assert not list(store.iter_state(PENDING_PREFIX)), "nothing left to push after a restart"
+    finally:
+        store.close()
