@@ -183,6 +183,10 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
         reserve = nodes[0].get("/sync").json()["reserve"]
         receipts = reserve["receipts"]
         attempts, failures = reserve["push_attempts"], reserve["push_failures"]
+        # chunks the other nodes got from node 0 by pull syncing besides the pushes
+        pulled = sum(
+            peer_stats(n.get("/sync").json(), nodes[0].overlay).get("delivered", 0) for n in nodes[1:]
+        )
         batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
@@ -195,6 +199,7 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
         "push_mib_per_s": round(mib / swarm_s, 2),
         "receipts": receipts,
         "chunks_per_batch": round(batched, 1),
+        "pulled_from_uploader": pulled,
         "push_attempts": attempts,
         "push_failures": failures,
         "local_cpu_s": round(lone_cpu, 2),

@@ -32,9 +32,8 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 import trio
 
@@ -44,13 +43,13 @@ from streamer.messages import MAX_PUSH_BATCH, PushReceipt
 from swarm.net.push_batches import PushRound
 from swarm.net.push_requests import PushFailed
 from swarm.net.pushsync import NoCloserPeer
+from swarm.reserve.push_state import PENDING_PREFIX, PendingChunk, PendingState, storers_from, storers_value
 from swarm.reserve.tags import Tag
 
 __all__ = ["PENDING_PREFIX", "Pusher", "PusherStatistics", "Tag"]
 
 log = logging.getLogger(__name__)
 
-PENDING_PREFIX = b"push/"
 MAX_TAGS = 256
 """Tags kept; beyond that the oldest finished uploads' tags are forgotten."""
 BATCH_TAKE = 240
@@ -61,14 +60,6 @@ BATCH_LINGER = 0.005
 """How long a batch worker waits for more chunks when it found fewer than a batch."""
 
 
-class PendingState(Protocol):
-    """The state namespace, as the pusher uses it (``LocalStore`` implements it)."""
-
-    def iter_state(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]: ...
-
-    def write_state_batch(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None: ...
-
-
 @dataclass(frozen=True)
 class PusherStatistics:
     pending: int  # chunks waiting for a receipt
@@ -76,23 +67,6 @@ class PusherStatistics:
     own_receipts: int  # chunks this node signed for itself (its own neighbourhood)
     attempts: int  # pushes tried since start
     failures: int  # pushes that failed (tried again later)
-
-
-@dataclass
-class _Pending:
-    tag: int
-    attempts: int = 0
-    error: str = ""
-    storers: set[bytes] = field(default_factory=set)  # overlays that signed a receipt for it
-    near: int | None = None  # the smallest radius a storer's receipt named (not kept on disk)
-
-
-def _storers_value(storers: set[bytes]) -> bytes:
-    return b"".join(sorted(storers))
-
-
-def _storers_from(value: bytes) -> set[bytes]:
-    return {value[i : i + 32] for i in range(0, len(value) - 31, 32)}
 
 
 class Pusher:
@@ -130,8 +104,8 @@ class Pusher:
         self.retry_min = retry_min
         self.retry_max = retry_max
         self._clock = clock
-        self._pending: dict[bytes, _Pending] = {
-            key[len(PENDING_PREFIX) :]: _Pending(0, storers=_storers_from(value))
+        self._pending: dict[bytes, PendingChunk] = {
+            key[len(PENDING_PREFIX) :]: PendingChunk(0, storers=storers_from(value))
             for key, value in state.iter_state(PENDING_PREFIX)
         }
         self._uploading: dict[bytes, int] = {}  # address -> uploads under way holding it
@@ -189,14 +163,14 @@ class Pusher:
         to_push = [a for a in new if not (alone and a in own)]  # alone, its own copy is durable
         tag.synced += len(new) - len(to_push)
         fresh = [a for a in to_push if a not in self._pending]
-        own_value = _storers_value({self.overlay})
+        own_value = storers_value({self.overlay})
         self._state.write_state_batch({PENDING_PREFIX + a: own_value if a in own else b"" for a in fresh})
         for address in to_push:
             tag.waiting.add(address)
             if address not in self._pending:
                 storers = {self.overlay} if address in own else set()
                 near = self._own_radius() if address in own else None
-                self._pending[address] = _Pending(tag.uid, storers=storers, near=near)
+                self._pending[address] = PendingChunk(tag.uid, storers=storers, near=near)
                 self._send.send_nowait(address)
         self.version += 1
         tag._changed()
@@ -295,9 +269,7 @@ class Pusher:
         pending = [a for a in chunks if a in self._pending]
         self._settle_many([a for a in pending if self.durable(self._pending[a].storers)])
         signed = {
-            PENDING_PREFIX + a: _storers_value(self._pending[a].storers)
-            for a in pending
-            if a in self._pending
+            PENDING_PREFIX + a: storers_value(self._pending[a].storers) for a in pending if a in self._pending
         }
         if signed:  # signed for by some: a restart goes on from there
             self._state.write_state_batch(signed)
@@ -338,7 +310,7 @@ class Pusher:
         """Two distinct storers, at least one of them not this node."""
         return len(storers) >= 2 and any(storer != self.overlay for storer in storers)
 
-    async def _push_until_durable(self, address: bytes, chunk: Chunk, entry: _Pending) -> None:
+    async def _push_until_durable(self, address: bytes, chunk: Chunk, entry: PendingChunk) -> None:
         """Push until enough storers signed; raises PushFailed to be tried again later."""
         while not self.durable(entry.storers):
             if not self._has_peers():
@@ -357,7 +329,7 @@ class Pusher:
             entry.near = receipt.radius if entry.near is None else min(entry.near, receipt.radius)
             self.receipts += 1
             if not self.durable(entry.storers):
-                self._state.write_state_batch({PENDING_PREFIX + address: _storers_value(entry.storers)})
+                self._state.write_state_batch({PENDING_PREFIX + address: storers_value(entry.storers)})
 
     def _tags_waiting(self, address: bytes) -> list[Tag]:
         return [tag for tag in self._tags.values() if address in tag.waiting]
