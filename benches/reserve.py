@@ -21,7 +21,11 @@ prefix but two, neighbourhood size 1), waiting for every receipt: ``push_ratio``
 upload rate / the lone node's; ``receipts`` are those node 0 received from others (every chunk
 durable: two storers, one not node 0). Then as much again with ``Swarm-Deferred-Upload: true``:
 ``deferred_answer_mib_per_s`` to the answer, ``deferred_durable_mib_per_s`` until the tag says
-every chunk is durable.
+every chunk is durable. ``chunks_per_batch``: chunks receipted per batch push (swarm/net/push_batches.py);
+``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes;
+``local_cpu_s`` the lone node's CPU seconds during its upload, ``push_cpu_s`` each of the six
+nodes' during the durable upload (node 0 first). ``--py-spy FILE`` profiles node 0 and node 1
+during the durable upload (FILE.uploader, FILE.storer; ``--native`` samples exact stacks).
 
 ``load`` is the 1-minute load average at the start; compare figures with ``python -m benches.bmt``.
 """
@@ -158,7 +162,7 @@ def deferred_upload(node: NodeProcess, data: bytes) -> tuple[float, float]:
     return answered, time.perf_counter() - started
 
 
-def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any]:
+def bench_push(mib: int, workdir: Path, spy: str | None = None, native: bool = False) -> dict[str, Any]:
     data = random.Random(33).randbytes(mib << 20)
     with NodeProcess(workdir / "lone", extra=PLAIN) as lone:
         lone_cpu = cpu_seconds(pid_of(lone))
@@ -175,8 +179,8 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None) -> dict[str, Any
         poll(lambda: all(len(n.get("/sync").json()["peers"]) == len(nodes) - 1 for n in nodes), timeout=60)
         cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
         with (
-            py_spy(pid_of(nodes[0]), spy and spy + ".uploader"),
-            py_spy(pid_of(nodes[1]), spy and spy + ".storer"),
+            py_spy(pid_of(nodes[0]), spy and spy + ".uploader", native=native),
+            py_spy(pid_of(nodes[1]), spy and spy + ".storer", native=native),
         ):
             swarm_s, doc = upload(nodes[0], data)
         cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
@@ -220,6 +224,9 @@ def main() -> None:
     parser.add_argument(
         "--py-spy", metavar="FILE", help="push: profile node 0 and node 1 (FILE.uploader/.storer)"
     )
+    parser.add_argument(
+        "--native", action="store_true", help="with --py-spy: native frames too (and stacks sampled exactly)"
+    )
     args = parser.parse_args()
     result: dict[str, Any] = {"load": load_average(), "cpus": os.cpu_count()}
     tmp = Path(tempfile.mkdtemp(prefix="bench-reserve-"))
@@ -229,7 +236,7 @@ def main() -> None:
         if args.part in ("sync", "all"):
             result.update(bench_sync(args.chunks, tmp / "sync"))
         if args.part in ("push", "all"):
-            result.update(bench_push(args.mib, tmp / "push", args.py_spy))
+            result.update(bench_push(args.mib, tmp / "push", args.py_spy, args.native))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(result))
