@@ -149,8 +149,8 @@ GOLDEN = [
     ),
     (PushFailure(7, "no peer"), "00000012 25 0000000000000007 0007 6e6f2070656572"),
     (
-        PushBatch(7, (PushedChunk(b"\xaa" * 32, bytes(8)),)),
-        "00000035 26 0000000000000007 0001" + " aa" * 32 + " 0008" + " 00" * 8,
+        PushBatch(7, True, (PushedChunk(b"\xaa" * 32, bytes(8)),)),
+        "00000036 26 0000000000000007 01 0001" + " aa" * 32 + " 0008" + " 00" * 8,
     ),
     (
         PushBatchReceipt(7, b"\xdd" * 32, 5, b"\xee" * 64, (b"\xaa" * 32,)),

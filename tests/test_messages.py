@@ -159,6 +159,7 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     PushBatch: st.builds(
         PushBatch,
         u64,
+        st.booleans(),
         st.dictionaries(hashes32, chunk_data, min_size=1, max_size=MAX_PUSH_BATCH).map(
             lambda d: tuple(PushedChunk(a, data) for a, data in d.items())
         ),
@@ -449,15 +450,23 @@ INVALID = [
         {"request_id": 1, "address": bytes(31), "hop_limit": 1, "data": bytes(8)},
         r"PushDelivery\.address must be 32 bytes",
     ),
-    (PushBatch, {"request_id": 1, "chunks": ()}, r"PushBatch\.chunks must hold at least one chunk"),
     (
         PushBatch,
-        {"request_id": 1, "chunks": (PushedChunk(bytes(32), bytes(8)),) * 2},
+        {"request_id": 1, "direct": False, "chunks": ()},
+        r"PushBatch\.chunks must hold at least one chunk",
+    ),
+    (
+        PushBatch,
+        {"request_id": 1, "direct": False, "chunks": (PushedChunk(bytes(32), bytes(8)),) * 2},
         r"PushBatch\.chunks names a chunk twice",
     ),
     (
         PushBatch,
-        {"request_id": 1, "chunks": tuple(PushedChunk(bytes([i]) * 32, bytes(8)) for i in range(16))},
+        {
+            "request_id": 1,
+            "direct": True,
+            "chunks": tuple(PushedChunk(bytes([i]) * 32, bytes(8)) for i in range(16)),
+        },
         r"PushBatch\.chunks holds at most 15 items, got 16",
     ),
     (PushedChunk, {"address": bytes(32), "data": bytes(7)}, r"PushedChunk\.data must be 8\.\.4201 bytes"),

@@ -121,7 +121,9 @@ class _BatchPeer:
         self.conn = _Conn()
         self.batches: list[tuple[PushedChunk, ...]] = []
 
-    async def push_batch(self, chunks: tuple[PushedChunk, ...], *, timeout: float) -> PushBatchReceipt:
+    async def push_batch(
+        self, chunks: tuple[PushedChunk, ...], *, direct: bool, timeout: float
+    ) -> PushBatchReceipt:
         self.batches.append(chunks)
         named = [c.address for c in chunks if c.address not in self.skip]
         return make_batch_receipt(self.signer, network_id=NETWORK, request_id=1, addresses=named, radius=0)
@@ -144,7 +146,7 @@ async def test_a_chunk_the_batch_receipt_leaves_out_is_not_credited() -> None:
     peer = _BatchPeer(NodeIdentity.generate(), skip={data[3].address})
     pushes = batch_pushes([peer])
     with trio.fail_after(10):
-        attested = await pushes.push_round([(c, frozenset()) for c in data])
+        attested = await pushes.push_round([(c, frozenset(), None) for c in data])
     assert sorted(a for a, _, _ in attested) == sorted(c.address for c in data if c != data[3])
     assert {storer for _, storer, _ in attested} == {peer.overlay}
     assert sorted(len(b) for b in peer.batches) == [5, MAX_PUSH_BATCH]  # 20 chunks: two frames
@@ -156,7 +158,7 @@ async def test_a_batch_receipt_signed_by_another_node_credits_nothing() -> None:
     peer = _BatchPeer(NodeIdentity.generate(), signer=NodeIdentity.generate())
     pushes = batch_pushes([peer])
     with trio.fail_after(10):
-        assert await pushes.push_round([(c, frozenset()) for c in data]) == []
+        assert await pushes.push_round([(c, frozenset(), None) for c in data]) == []
     assert pushes.refused == 1
 
 
@@ -165,16 +167,16 @@ async def test_a_chunk_goes_to_the_closest_peer_that_has_not_signed_and_is_credi
     a, b = _BatchPeer(NodeIdentity.generate()), _BatchPeer(NodeIdentity.generate())
     pushes = batch_pushes([a, b])
     with trio.fail_after(10):
-        attested = await pushes.push_round([(c, frozenset({a.overlay})) for c in data])
+        attested = await pushes.push_round([(c, frozenset({a.overlay}), None) for c in data])
     assert {storer for _, storer, _ in attested} == {b.overlay} and len(attested) == 30
     # the naive model of credibility: the storer must be among the 5 closest nodes known
     crowd = [NodeIdentity.generate().overlay(NETWORK) for _ in range(40)]
     pushes = batch_pushes([a], known=lambda: crowd)
-    plan = pushes.plan([(c, frozenset()) for c in data])
+    plan = pushes.plan([(c, frozenset(), None) for c in data])
     expected = [
         c for c in data if sum(_closer(o, a.overlay, c.address) for o in [*crowd, pushes.overlay]) < 5
     ]
-    assert plan.get(a.overlay, []) == expected
+    assert plan.get((a.overlay, False), []) == expected
 
 
 def _closer(other: bytes, node: bytes, target: bytes) -> bool:
@@ -193,7 +195,7 @@ async def test_the_storer_verifies_what_it_does_not_hold_and_signs_for_all() -> 
 
     uploader = _BatchPeer(NodeIdentity.generate())
     pushes = batch_pushes([], store_many=stored.extend, verify=verify, held=lambda c: c == data[0])
-    msg = PushBatch(7, tuple(PushedChunk(c.address, c.data) for c in data))
+    msg = PushBatch(7, True, tuple(PushedChunk(c.address, c.data) for c in data))
     pushes.on_batch(uploader, msg)  # type: ignore[arg-type]  # a double of a connected peer
     with trio.fail_after(10):
         await uploader.conn.run_started()
@@ -207,7 +209,7 @@ async def test_the_storer_verifies_what_it_does_not_hold_and_signs_for_all() -> 
 async def test_a_batch_with_an_invalid_chunk_drops_the_uploader() -> None:
     data = content(3, seed=4)
     forged = PushedChunk(data[2].address, data[1].data)
-    msg = PushBatch(1, (PushedChunk(data[0].address, data[0].data), forged))
+    msg = PushBatch(1, True, (PushedChunk(data[0].address, data[0].data), forged))
     stored: list[Chunk] = []
     uploader = _BatchPeer(NodeIdentity.generate())
     pushes = batch_pushes([], store_many=stored.extend)
@@ -259,3 +261,26 @@ async def test_the_pusher_pushes_one_by_one_what_batches_leave_out(tmp_path: Pat
         assert not list(store.iter_state(PENDING_PREFIX)), "nothing left to push after a restart"
     finally:
         store.close()
+
+
+async def test_a_batch_not_direct_leaves_out_what_the_storer_would_forward() -> None:
+    """Not responsible for a chunk and connected to a peer closer to it: the storer leaves the
+    chunk out (the uploader pushes it one by one, to be forwarded); asked to store directly, it
+    stores them all."""
+    data = content(15, seed=6)
+    neighbour = _BatchPeer(NodeIdentity.generate())
+    mine = {c.address for c in data[:8]}
+    stored: list[Chunk] = []
+    pushes = batch_pushes([neighbour], store_many=stored.extend, responsible=lambda a: a in mine)
+    far = [c for c in data[8:] if _closer(neighbour.overlay, pushes.overlay, c.address)]
+    assert far, "some chunk is closer to the neighbour"
+    uploader = _BatchPeer(NodeIdentity.generate())
+    for direct in (False, True):
+        pushes.on_batch(uploader, PushBatch(1, direct, tuple(PushedChunk(c.address, c.data) for c in data)))  # type: ignore[arg-type]
+        with trio.fail_after(10):
+            await uploader.conn.run_started()
+        uploader.conn.started.clear()
+    first, second = uploader.conn.sent
+    assert isinstance(first, PushBatchReceipt) and isinstance(second, PushBatchReceipt)
+    assert set(first.addresses) == {c.address for c in data} - {c.address for c in far}
+    assert set(second.addresses) == {c.address for c in data}

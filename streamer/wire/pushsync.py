@@ -10,7 +10,7 @@ from pot import MAX_PO
 from streamer.errors import MessageError
 from streamer.wire.compound import HashList, Records
 from streamer.wire.declare import Message, message, record
-from streamer.wire.fields import U8, U64, Address, ChunkData, PublicKey, Reason, Signature, Sized, UInt
+from streamer.wire.fields import U8, U64, Address, Bool, ChunkData, PublicKey, Reason, Signature, Sized, UInt
 from streamer.wire.limits import MAX_CHUNK_DATA_SIZE, MIN_CHUNK_DATA_SIZE
 
 MAX_PUSH_BATCH = 15
@@ -66,11 +66,13 @@ class PushedChunk:
 
 @message(0x26)
 class PushBatch(Message):
-    """Uploaded chunks for the receiving peer to store itself (never forwarded, as a
-    :class:`PushDelivery` with hop limit 0): answered by one :class:`PushBatchReceipt` naming
-    those it stored, or a :class:`PushFailure` for them all."""
+    """Uploaded chunks for the receiving peer to store itself, never forwarded: all of them if
+    ``direct`` (as a :class:`PushDelivery` with hop limit 0), else those it is responsible for or
+    has no closer peer for. Answered by one :class:`PushBatchReceipt` naming those it stored, or a
+    :class:`PushFailure` for them all."""
 
     request_id: U64
+    direct: Bool
     chunks: Annotated[tuple[PushedChunk, ...], Records(PushedChunk, MAX_PUSH_BATCH)]
 
     def _check(self) -> None:

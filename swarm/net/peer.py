@@ -85,9 +85,11 @@ class Peer:
         """Push a chunk to this peer (swarm/net/pushsync.py); returns the receipt that comes back."""
         return await self.pushes.push(self.conn, address, data, hop_limit=hop_limit, timeout=timeout)
 
-    async def push_batch(self, chunks: tuple[PushedChunk, ...], *, timeout: float) -> PushBatchReceipt:
+    async def push_batch(
+        self, chunks: tuple[PushedChunk, ...], *, direct: bool, timeout: float
+    ) -> PushBatchReceipt:
         """Push chunks for this peer to store itself (swarm/net/push_batches.py); one receipt back."""
-        return await self.pushes.push_batch(self.conn, chunks, timeout=timeout)
+        return await self.pushes.push_batch(self.conn, chunks, direct=direct, timeout=timeout)
 
     def closed(self, reason: str) -> None:
         """The connection is gone: fail what we asked of it, release what it was pulling."""

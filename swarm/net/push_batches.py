@@ -5,7 +5,9 @@ A `PushDelivery` costs a frame, a signature and a signature check per chunk, and
 sides. When the uploader is connected to a chunk's storers (as it is in a small swarm, and for
 the chunks of its own neighbourhood), it sends the chunk straight to the closest peer that has
 not signed for it yet, grouped with the other chunks bound for that peer: a `PushBatch`, stored
-by the peer itself (never forwarded, as a push with hop limit 0). The peer verifies every chunk it
+by the peer itself, never forwarded: the chunks it is responsible for or has no closer peer for
+(those it would store if pushed one by one), or all of them when the peer lies within the radius a
+first storer named (``direct``, as a push with hop limit 0). The peer verifies every chunk it
 does not hold already (on its verifier workers if it has any; an invalid one drops the uploader,
 as for a single push), stores them in one write and answers
 with a `PushBatchReceipt`: one signature over the hash of the addresses it stored
@@ -29,6 +31,7 @@ from typing import Protocol
 import trio
 
 from chunks import Chunk, InvalidChunk
+from pot import proximity
 from streamer.connection import PeerConnection
 from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
@@ -55,8 +58,9 @@ MAX_BATCHES_PER_PEER = 8
 
 Attested = tuple[bytes, bytes, int]
 """(chunk address, storer overlay, the radius the storer signed): one chunk's receipt."""
-ToPush = Sequence[tuple[Chunk, Collection[bytes]]]
-"""Chunks, each with the storers that signed for it so far."""
+ToPush = Sequence[tuple[Chunk, Collection[bytes], int | None]]
+"""Chunks, each with the storers that signed for it so far and the smallest radius they named
+(a peer that close to the chunk is asked to store it whatever its own depth, as in pushsync)."""
 PushRound = Callable[[ToPush], Awaitable[list[Attested]]]
 
 
@@ -69,7 +73,9 @@ class BatchPeer(Protocol):
     @property
     def conn(self) -> PeerConnection: ...
 
-    async def push_batch(self, chunks: tuple[PushedChunk, ...], *, timeout: float) -> PushBatchReceipt: ...
+    async def push_batch(
+        self, chunks: tuple[PushedChunk, ...], *, direct: bool, timeout: float
+    ) -> PushBatchReceipt: ...
 
 
 async def _verify_inline(chunks: list[Chunk]) -> list[str | None]:
@@ -96,6 +102,7 @@ class BatchPushes:
         store_many: Callable[[list[Chunk]], object],
         verify: Callable[[list[Chunk]], Awaitable[list[str | None]]] | None = None,
         held: Callable[[Chunk], bool] = lambda chunk: False,
+        responsible: Callable[[bytes], bool] = lambda address: True,
         radius: Callable[[], int],
         known: Callable[[], Iterable[bytes]],
         credible_within: int,
@@ -108,6 +115,7 @@ class BatchPushes:
         self._store_many = store_many
         self._verify = verify or _verify_inline
         self._held = held
+        self._responsible = responsible
         self._radius = radius
         self._known = known
         self.credible_within = credible_within
@@ -118,20 +126,22 @@ class BatchPushes:
 
     # -- the uploader ---------------------------------------------------------------------------
 
-    def plan(self, items: ToPush) -> dict[bytes, list[Chunk]]:
-        """Chunks by the peer to send them to: for each, the connected peer closest to it that
-        has not signed for it (``storers``), if that peer is a credible storer; the others are
-        left out."""
+    def plan(self, items: ToPush) -> dict[tuple[bytes, bool], list[Chunk]]:
+        """Chunks by the peer to send them to and whether it is to store them all (``direct``):
+        for each, the connected peer closest to it that has not signed for it (``storers``), if
+        that peer is a credible storer; direct if it lies within ``near`` of the chunk. The others
+        are left out."""
         peers = [p.overlay for p in self._peers() if not p.conn.closed]
         known = [*self._known(), self.overlay]
-        groups: dict[bytes, list[Chunk]] = defaultdict(list)
-        for chunk, storers in items:
+        groups: dict[tuple[bytes, bool], list[Chunk]] = defaultdict(list)
+        for chunk, storers, near in items:
             candidates = [p for p in peers if p not in storers]
             if not candidates:
                 continue
             best = min(candidates, key=lambda p: distance(p, chunk.address))
             if closer_known(chunk.address, best, known) < self.credible_within:
-                groups[best].append(chunk)
+                direct = near is not None and proximity(best, chunk.address) >= near
+                groups[best, direct].append(chunk)
         return groups
 
     async def push_round(self, items: ToPush) -> list[Attested]:
@@ -140,20 +150,21 @@ class BatchPushes:
         by_overlay = {p.overlay: p for p in self._peers()}
         results: list[Attested] = []
         async with trio.open_nursery() as nursery:
-            for overlay, chunks in self.plan(items).items():
+            for (overlay, direct), chunks in self.plan(items).items():
                 for i in range(0, len(chunks), MAX_PUSH_BATCH):
-                    nursery.start_soon(
-                        self._push_one_batch, by_overlay[overlay], chunks[i : i + MAX_PUSH_BATCH], results
-                    )
+                    batch = chunks[i : i + MAX_PUSH_BATCH]
+                    nursery.start_soon(self._push_one_batch, by_overlay[overlay], direct, batch, results)
         return results
 
-    async def _push_one_batch(self, peer: BatchPeer, chunks: list[Chunk], results: list[Attested]) -> None:
+    async def _push_one_batch(
+        self, peer: BatchPeer, direct: bool, chunks: list[Chunk], results: list[Attested]
+    ) -> None:
         pushed = tuple(PushedChunk(c.address, c.data) for c in chunks)
         self.sent += 1
         limit = self._sending.setdefault(peer.overlay, trio.Semaphore(MAX_BATCHES_PER_PEER))
         try:
             async with limit:
-                receipt = await peer.push_batch(pushed, timeout=self.timeout)
+                receipt = await peer.push_batch(pushed, direct=direct, timeout=self.timeout)
             storer, covered = verify_batch_receipt(
                 receipt, network_id=self.network_id, pushed={c.address for c in chunks}
             )
@@ -174,6 +185,13 @@ class BatchPushes:
 
     # -- serving peers --------------------------------------------------------------------------
 
+    def _stores_here(self, address: bytes) -> bool:
+        """Responsible for the chunk, or no connected peer is closer to it (pushsync's rule)."""
+        if self._responsible(address):
+            return True
+        own = distance(self.overlay, address)
+        return not any(distance(p.overlay, address) < own for p in self._peers() if not p.conn.closed)
+
     def handlers(self, peer: BatchPeer) -> Handlers:
         """What this node serves ``peer``: the batches it pushes here."""
         return {PushBatch: partial(self.on_batch, peer)}
@@ -193,6 +211,8 @@ class BatchPushes:
     async def _serve(self, peer: BatchPeer, msg: PushBatch) -> None:
         try:
             chunks = [Chunk(item.address, item.data) for item in msg.chunks]
+            if not msg.direct:  # what it would forward if pushed one by one is left out
+                chunks = [chunk for chunk in chunks if self._stores_here(chunk.address)]
             new = [chunk for chunk in chunks if not self._held(chunk)]  # held: verified when stored
             for chunk, problem in zip(new, await self._verify(new) if new else [], strict=True):
                 if problem is not None:

@@ -51,10 +51,10 @@ class PushRequests:
         return answer
 
     async def push_batch(
-        self, conn: PeerConnection, chunks: tuple[PushedChunk, ...], *, timeout: float
+        self, conn: PeerConnection, chunks: tuple[PushedChunk, ...], *, direct: bool, timeout: float
     ) -> PushBatchReceipt:
         """Send ``chunks`` for ``conn``'s peer to store itself; return its one receipt for them."""
-        answer = await self._ask(conn, lambda rid: PushBatch(rid, chunks), timeout)
+        answer = await self._ask(conn, lambda rid: PushBatch(rid, direct, chunks), timeout)
         if not isinstance(answer, PushBatchReceipt):
             raise PushFailed(f"peer {conn.overlay.hex()[:12]} answered a batch with a single receipt")
         return answer

@@ -73,7 +73,9 @@ class PushPeer(Protocol):
 
     async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt: ...
 
-    async def push_batch(self, chunks: tuple[PushedChunk, ...], *, timeout: float) -> PushBatchReceipt: ...
+    async def push_batch(
+        self, chunks: tuple[PushedChunk, ...], *, direct: bool, timeout: float
+    ) -> PushBatchReceipt: ...
 
 
 class NoCloserPeer(Exception):
@@ -136,6 +138,7 @@ class PushSync:
             store_many=store_many or (lambda chunks: [store(chunk) for chunk in chunks]),
             verify=verify_many,
             held=held,
+            responsible=responsible,
             radius=radius,
             known=known,
             credible_within=credible_within,

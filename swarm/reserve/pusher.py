@@ -251,7 +251,7 @@ class Pusher:
         chunks = {a: chunk for a in addresses if (chunk := self._chunk_to_push(a)) is not None}
         for _ in range(BATCH_ROUNDS):
             todo = [
-                (chunk, frozenset(self._pending[a].storers))
+                (chunk, frozenset(self._pending[a].storers), self._pending[a].near)
                 for a, chunk in chunks.items()
                 if a in self._pending and not self.durable(self._pending[a].storers)
             ]
