@@ -21,7 +21,11 @@ prefix but two, neighbourhood size 1), waiting for every receipt: ``push_ratio``
 upload rate / the lone node's; ``receipts`` are those node 0 received from others (every chunk
 durable: two storers, one not node 0). Then as much again with ``Swarm-Deferred-Upload: true``:
 ``deferred_answer_mib_per_s`` to the answer, ``deferred_durable_mib_per_s`` until the tag says
-every chunk is durable.
+every chunk is durable. ``chunks_per_batch``: chunks receipted per batch push (swarm/net/push_batches.py);
+``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes;
+``local_cpu_s`` the lone node's CPU seconds during its upload, ``push_cpu_s`` each of the six
+nodes' during the durable upload (node 0 first). ``--py-spy FILE`` profiles node 0 and node 1
+during the durable upload (FILE.uploader, FILE.storer; ``--native`` samples exact stacks).
 
 ``load`` is the 1-minute load average at the start; compare figures with ``python -m benches.bmt``.
 """
@@ -41,7 +45,7 @@ from typing import Any
 
 import httpx
 
-from benches.sync import load_average, make_chunks, peer_stats
+from benches.sync import cpu_seconds, load_average, make_chunks, peer_stats, pid_of, py_spy
 from localstore.reserve import Reserve
 from localstore.store import LocalStore
 from swarm.testing import NodeProcess, poll, preload
@@ -158,10 +162,12 @@ def deferred_upload(node: NodeProcess, data: bytes) -> tuple[float, float]:
     return answered, time.perf_counter() - started
 
 
-def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
+def bench_push(mib: int, workdir: Path, spy: str | None = None, native: bool = False) -> dict[str, Any]:
     data = random.Random(33).randbytes(mib << 20)
     with NodeProcess(workdir / "lone", extra=PLAIN) as lone:
+        lone_cpu = cpu_seconds(pid_of(lone))
         local_s, doc = upload(lone, data)
+        lone_cpu = cpu_seconds(pid_of(lone)) - lone_cpu
     identities = [identity for i, identity in enumerate(spread_identities(3)) if i not in (3, 6)]
     nodes: list[NodeProcess] = []
     try:
@@ -171,8 +177,21 @@ def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
             extra = [*PLAIN, "--neighbourhood-size", "1"]
             nodes.append(NodeProcess(workdir / f"n{i}", peers=peers, extra=extra).start())
         poll(lambda: all(len(n.get("/sync").json()["peers"]) == len(nodes) - 1 for n in nodes), timeout=60)
-        swarm_s, doc = upload(nodes[0], data)
-        receipts = nodes[0].get("/sync").json()["reserve"]["receipts"]
+        cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
+        with (
+            py_spy(pid_of(nodes[0]), spy and spy + ".uploader", native=native),
+            py_spy(pid_of(nodes[1]), spy and spy + ".storer", native=native),
+        ):
+            swarm_s, doc = upload(nodes[0], data)
+        cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
+        reserve = nodes[0].get("/sync").json()["reserve"]
+        receipts = reserve["receipts"]
+        attempts, failures = reserve["push_attempts"], reserve["push_failures"]
+        # chunks the other nodes got from node 0 by pull syncing besides the pushes
+        pulled = sum(
+            peer_stats(n.get("/sync").json(), nodes[0].overlay).get("delivered", 0) for n in nodes[1:]
+        )
+        batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
         for node in nodes:
@@ -183,6 +202,12 @@ def bench_push(mib: int, workdir: Path) -> dict[str, Any]:
         "local_mib_per_s": round(mib / local_s, 2),
         "push_mib_per_s": round(mib / swarm_s, 2),
         "receipts": receipts,
+        "chunks_per_batch": round(batched, 1),
+        "pulled_from_uploader": pulled,
+        "push_attempts": attempts,
+        "push_failures": failures,
+        "local_cpu_s": round(lone_cpu, 2),
+        "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),
         "deferred_answer_mib_per_s": round(mib / answered_s, 2),
         "deferred_durable_mib_per_s": round(mib / durable_s, 2),
@@ -196,6 +221,12 @@ def main() -> None:
         "--chunks", type=int, default=20_000, help="chunks for evict and sync (default 20000)"
     )
     parser.add_argument("--mib", type=int, default=16, help="MiB uploaded for push (default 16)")
+    parser.add_argument(
+        "--py-spy", metavar="FILE", help="push: profile node 0 and node 1 (FILE.uploader/.storer)"
+    )
+    parser.add_argument(
+        "--native", action="store_true", help="with --py-spy: native frames too (and stacks sampled exactly)"
+    )
     args = parser.parse_args()
     result: dict[str, Any] = {"load": load_average(), "cpus": os.cpu_count()}
     tmp = Path(tempfile.mkdtemp(prefix="bench-reserve-"))
@@ -205,7 +236,7 @@ def main() -> None:
         if args.part in ("sync", "all"):
             result.update(bench_sync(args.chunks, tmp / "sync"))
         if args.part in ("push", "all"):
-            result.update(bench_push(args.mib, tmp / "push"))
+            result.update(bench_push(args.mib, tmp / "push", args.py_spy, args.native))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(result))

@@ -134,7 +134,8 @@ class Reserve:
         return any(address in guard for guard in self._guards)
 
     def _protected_counts(self) -> list[int]:
-        """Protected chunks per bin, recounted only when a holder changed."""
+        """Protected chunks per bin, recounted only when a holder changed (a walk over every
+        held chunk: eviction and the radius skip it while even all stored chunks fit)."""
         key = tuple(holder.version for holder in self._holders)
         if key != self._protected_key:
             if self._protected_key is not None:
@@ -164,6 +165,8 @@ class Reserve:
 
     def excess(self) -> int:
         """Chunks over capacity (0 when the reserve fits)."""
+        if sum(self._store.bin_counts()) <= self.capacity:
+            return 0  # fits even counting the protected chunks: no need to count those
         return max(0, self.size() - self.capacity)
 
     def within_radius(self, address: bytes) -> bool:
@@ -176,7 +179,8 @@ class Reserve:
         """Raise the radius as far as the reserve needs (up to ``depth``), or lower it to ``depth``
         if that went down; ``depth`` None: the node has no neighbourhood yet (keep the radius).
         Returns the radius."""
-        needed = storage_radius(self.counts(), self.capacity)
+        fits = sum(self._store.bin_counts()) <= self.capacity  # then the protected need no count
+        needed = 0 if fits else storage_radius(self.counts(), self.capacity)
         radius = max(self.radius, needed)
         if depth is not None:
             radius = min(radius, depth)

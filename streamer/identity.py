@@ -11,10 +11,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
+from functools import lru_cache
 from pathlib import Path
 
 from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from chunks.keyfile import KeyFileError, create_owner_only, read_owner_only
 from streamer.messages import (
@@ -68,13 +71,14 @@ class BadPeerRecord(HandshakeError):
 class NodeIdentity:
     """An Ed25519 key pair. Equality is by public key; ``repr`` never shows the private key."""
 
-    __slots__ = ("_key", "_public_key")
+    __slots__ = ("_key", "_public_key", "_signer")
 
     def __init__(self, key: ECC.EccKey) -> None:
         if not key.has_private() or key.curve != "Ed25519":
             raise ValueError("NodeIdentity needs an Ed25519 private key")
         self._key = key
         self._public_key: bytes = key.public_key().export_key(format="raw")
+        self._signer = Ed25519PrivateKey.from_private_bytes(key.seed)  # signs; see sign()
 
     @classmethod
     def generate(cls) -> NodeIdentity:
@@ -99,8 +103,9 @@ class NodeIdentity:
         return overlay_address(self._public_key, network_id)
 
     def sign(self, data: bytes) -> bytes:
-        signature: bytes = eddsa.new(self._key, "rfc8032").sign(data)
-        return signature
+        """The RFC 8032 Ed25519 signature of ``data``, made by `cryptography` (OpenSSL): the same
+        deterministic signature as pycryptodome's, about 0.05 ms against 0.3 (docs/performance.md)."""
+        return self._signer.sign(data)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, NodeIdentity) and other._public_key == self._public_key
@@ -114,14 +119,25 @@ class NodeIdentity:
 
 def verify_signature(public_key: bytes, data: bytes, signature: bytes) -> bool:
     """True iff ``signature`` is a valid RFC 8032 Ed25519 signature of ``data`` by ``public_key``."""
-    if len(public_key) != PUBLIC_KEY_SIZE or len(signature) != SIGNATURE_SIZE:
+    key = _public_key(bytes(public_key))
+    if key is None or len(signature) != SIGNATURE_SIZE:
         return False
     try:
-        key = eddsa.import_public_key(bytes(public_key))
-        eddsa.new(key, "rfc8032").verify(data, bytes(signature))
-    except ValueError:  # not a point on the curve, or a bad signature
+        key.verify(bytes(signature), data)
+    except InvalidSignature:
         return False
     return True
+
+
+@lru_cache(maxsize=1024)
+def _public_key(raw: bytes) -> Ed25519PublicKey | None:
+    """A peer's public key, decoded once (a node checks many signatures of few peers)."""
+    if len(raw) != PUBLIC_KEY_SIZE:
+        return None
+    try:
+        return Ed25519PublicKey.from_public_bytes(raw)
+    except ValueError:  # not 32 bytes
+        return None
 
 
 # -- handshake ------------------------------------------------------------------------------------

@@ -81,7 +81,15 @@ from streamer.wire.pullsync import (
     Unsubscribed,
     WantedHashes,
 )
-from streamer.wire.pushsync import PushDelivery, PushFailure, PushReceipt
+from streamer.wire.pushsync import (
+    MAX_PUSH_BATCH,
+    PushBatch,
+    PushBatchReceipt,
+    PushDelivery,
+    PushedChunk,
+    PushFailure,
+    PushReceipt,
+)
 from streamer.wire.registry import MESSAGE_CLASSES, MessageType, payload_size
 from streamer.wire.retrieval import RetrieveDelivery, RetrieveFailure, RetrieveRequest
 
@@ -103,6 +111,7 @@ __all__ = [
     "MAX_PAYLOAD_SIZE",
     "MAX_PEER_RECORDS",
     "MAX_PROOF_HASHES",
+    "MAX_PUSH_BATCH",
     "MAX_REASON_SIZE",
     "MAX_TOPIC_PAYLOAD",
     "MESSAGE_CLASSES",
@@ -139,9 +148,12 @@ __all__ = [
     "Ping",
     "Pong",
     "ProvenOffer",
+    "PushBatch",
+    "PushBatchReceipt",
     "PushDelivery",
     "PushFailure",
     "PushReceipt",
+    "PushedChunk",
     "Receipt",
     "RetrieveDelivery",
     "RetrieveFailure",

@@ -26,6 +26,7 @@ import trio
 
 from chunks import Chunk
 from kademlia import get_strategy, sync_bins
+from localstore import ChunkDamaged, ChunkNotFound
 from localstore.pins import Pins
 from localstore.reserve import Reserve
 from localstore.store import LocalStore
@@ -191,6 +192,8 @@ class Node:
                 fully_synced=self.puller.fully_synced,
                 radius_changed=self.puller.set_radius,
                 store_synced=partial(self.intake.store_many, verified=True),
+                verify_chunks=self._verify_chunks,
+                held=self._held,
                 store_uploaded=self._store_uploaded,
                 retrieve=self.retrieval.get,
                 avoidance=self.retrieval.avoidance,
@@ -329,6 +332,18 @@ class Node:
         """`store_chunks`, then (``wait``) until they are durable: two nodes of their neighbourhood
         signed for each (swarm/reserve/pusher.py); returns how many were new."""
         return await self.uploads.put(chunks, verified=verified, wait=wait)
+
+    async def _verify_chunks(self, chunks: list[Chunk]) -> list[str | None]:
+        """Each chunk's problem (None if valid), found on a verifier worker if there is one."""
+        verdicts = await self.intake.verify(chunks)
+        return await verdicts.wait()
+
+    def _held(self, chunk: Chunk) -> bool:
+        """Whether the store holds this very chunk (a pushed one need not be verified again)."""
+        try:
+            return self.store.get(chunk.address).data == chunk.data
+        except (ChunkNotFound, ChunkDamaged):
+            return False
 
     def _store_uploaded(self, chunks: list[Chunk], *, verified: bool = True) -> int:
         """An upload's chunks into the store; a followed feed's updates to the followers too."""

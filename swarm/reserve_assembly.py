@@ -47,6 +47,8 @@ class ReserveInputs:
     fully_synced: Callable[[], bool]  # historical syncing is done (the radius may go down)
     radius_changed: Callable[[int], None]
     store_synced: Callable[[list[Chunk]], int]  # a pushed chunk, verified, into the store
+    verify_chunks: Callable[[list[Chunk]], Awaitable[list[str | None]]]  # on the verifier workers
+    held: Callable[[Chunk], bool]  # the store holds this very chunk (same data)
     store_uploaded: Callable[..., int]  # an upload's chunks into the store (``verified=``)
     retrieve: Callable[[bytes], Awaitable[Chunk]]
     avoidance: Avoidance  # peers that left requests unanswered, shared with retrieval
@@ -83,6 +85,9 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         config.network_id,
         peers=given.peers,
         store=lambda chunk: given.store_synced([chunk]),
+        store_many=given.store_synced,
+        verify_many=given.verify_chunks,
+        held=given.held,
         responsible=responsible,
         radius=lambda: given.reserve.radius,
         hop_limit=config.hop_limit,
@@ -97,6 +102,7 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         overlay=given.overlay,
         get_chunk=given.store.get,
         push=pushsync.push,
+        push_batch=pushsync.batches.push_round,
         responsible=responsible,
         has_peers=lambda: any(True for _ in given.peers()),
         own_radius=lambda: given.reserve.radius,

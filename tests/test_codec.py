@@ -51,6 +51,7 @@ from streamer import (
     decode,
     encode,
 )
+from streamer.messages import PushBatch, PushBatchReceipt, PushedChunk
 from tests.live_strategies import LIVE_GOLDEN
 from tests.test_messages import STRATEGIES, messages
 
@@ -152,6 +153,14 @@ GOLDEN = [
         "0000008a 24 0000000000000007" + " cc" * 32 + " dd" * 32 + " 05" + " ee" * 64,
     ),
     (PushFailure(7, "no peer"), "00000012 25 0000000000000007 0007 6e6f2070656572"),
+    (
+        PushBatch(7, True, (PushedChunk(b"\xaa" * 32, bytes(8)),)),
+        "00000036 26 0000000000000007 01 0001" + " aa" * 32 + " 0008" + " 00" * 8,
+    ),
+    (
+        PushBatchReceipt(7, b"\xdd" * 32, 5, b"\xee" * 64, (b"\xaa" * 32,)),
+        "0000008a 27 0000000000000007" + " dd" * 32 + " 05" + " ee" * 64 + " aa" * 32,
+    ),
     (Goodbye(GoodbyeCode.WRONG_NETWORK, "bye"), "00000008 02 0003 0003 627965"),
     (Hello(bytes(range(32))), "00000021 05 " + bytes(range(32)).hex()),
     (

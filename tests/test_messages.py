@@ -50,6 +50,7 @@ from streamer import (
     overlay_address,
     payload_size,
 )
+from streamer.messages import MAX_PUSH_BATCH, PushBatch, PushBatchReceipt, PushedChunk
 from tests.live_strategies import LIVE_STRATEGIES, LIVE_TYPE_CODES
 
 U64_MAX = 2**64 - 1
@@ -157,6 +158,22 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     PushDelivery: st.builds(PushDelivery, u64, hashes32, u8, chunk_data),
     PushReceipt: st.builds(PushReceipt, u64, hashes32, keys32, st.integers(0, 32), sigs64),
     PushFailure: st.builds(PushFailure, u64, text(MAX_REASON_SIZE)),
+    PushBatch: st.builds(
+        PushBatch,
+        u64,
+        st.booleans(),
+        st.dictionaries(hashes32, chunk_data, min_size=1, max_size=MAX_PUSH_BATCH).map(
+            lambda d: tuple(PushedChunk(a, data) for a, data in d.items())
+        ),
+    ),
+    PushBatchReceipt: st.builds(
+        PushBatchReceipt,
+        u64,
+        keys32,
+        st.integers(0, 32),
+        sigs64,
+        st.lists(hashes32, max_size=MAX_PUSH_BATCH).map(tuple),
+    ),
     Peers: st.builds(Peers, st.lists(peer_records, max_size=MAX_PEER_RECORDS).map(tuple)),
 }
 
@@ -197,6 +214,8 @@ def test_type_codes_are_distinct_and_documented_values() -> None:
         "PushDelivery": 0x23,
         "PushReceipt": 0x24,
         "PushFailure": 0x25,
+        "PushBatch": 0x26,
+        "PushBatchReceipt": 0x27,
         "Peers": 0x30,
         **LIVE_TYPE_CODES,
     }
@@ -434,6 +453,26 @@ INVALID = [
         {"request_id": 1, "address": bytes(31), "hop_limit": 1, "data": bytes(8)},
         r"PushDelivery\.address must be 32 bytes",
     ),
+    (
+        PushBatch,
+        {"request_id": 1, "direct": False, "chunks": ()},
+        r"PushBatch\.chunks must hold at least one chunk",
+    ),
+    (
+        PushBatch,
+        {"request_id": 1, "direct": False, "chunks": (PushedChunk(bytes(32), bytes(8)),) * 2},
+        r"PushBatch\.chunks names a chunk twice",
+    ),
+    (
+        PushBatch,
+        {
+            "request_id": 1,
+            "direct": True,
+            "chunks": tuple(PushedChunk(bytes([i]) * 32, bytes(8)) for i in range(16)),
+        },
+        r"PushBatch\.chunks holds at most 15 items, got 16",
+    ),
+    (PushedChunk, {"address": bytes(32), "data": bytes(7)}, r"PushedChunk\.data must be 8\.\.4201 bytes"),
     (PeerRecord, {**REC, "host": "x" * 256}, r"PeerRecord\.host"),
     (PeerRecord, {**REC, "port": -1}, r"PeerRecord\.port"),
     (PeerRecord, {**REC, "network_id": 2**64}, r"PeerRecord\.network_id"),

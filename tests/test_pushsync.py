@@ -310,7 +310,11 @@ async def test_uploads_reach_their_neighbourhood_and_come_back_receipted(tmp_pat
                 assert len(storers) == 2, chunk.address.hex()
             for chunk in near:
                 assert nodes[1].store.has(chunk.address), chunk.address.hex()
-            assert nodes[2].pushsync.stored + nodes[3].pushsync.stored >= 2 * len(far)
+            stored = [n.pushsync.statistics().stored for n in nodes]
+            assert stored[2] + stored[3] >= 2 * len(far)
+            # connected to every storer, the uploader sent them batches: one receipt per batch
+            batches = uploader.pushsync.batches
+            assert batches.attested == 2 * len(far) + len(near) and batches.sent < batches.attested / 4
             async with httpx.AsyncClient(timeout=90) as client:  # the same file again: all seen
                 again = await client.post(f"http://127.0.0.1:{uploader.api_port}/bytes", content=data)
             assert again.json()["tag"]["seen"] == again.json()["tag"]["split"] == len(file_chunks)

@@ -218,6 +218,28 @@ class Blob(Field):
         return r.rest()
 
 
+class Sized(Field):
+    """``lo``..``hi`` bytes after their u16 length: a blob that need not come last (a chunk's data
+    inside a record)."""
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = lo, hi
+
+    def check(self, owner: str, name: str, value: Any) -> Any:
+        if type(value) is bytes and self.lo <= len(value) <= self.hi:
+            return value
+        return to_bytes(owner, name, value, lo=self.lo, hi=self.hi)
+
+    def write(self, value: bytes) -> bytes:
+        return body.U16.pack(len(value)) + value
+
+    def read(self, r: BodyReader, label: str) -> bytes:
+        size = r.u16(f"{label} length")
+        if not self.lo <= size <= self.hi:
+            raise r.error(f"{label} is {size} bytes, not {self.lo}..{self.hi}")
+        return r.raw(size, label)
+
+
 class Text(Field):
     """A str of at most ``max_size`` bytes of UTF-8, after its u8 or u16 length (``prefix``)."""
 

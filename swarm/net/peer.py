@@ -17,7 +17,7 @@ import trio
 
 from streamer.connection import Disconnect, PeerConnection
 from streamer.dispatch import Dispatch, Handlers
-from streamer.messages import Message, PushReceipt
+from streamer.messages import Message, PushBatchReceipt, PushedChunk, PushReceipt
 from streamer.requests import RequestTable
 from swarm.net.push_requests import PushRequests
 from syncer.pullsync import PullSyncClient
@@ -88,6 +88,12 @@ class Peer:
     async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt:
         """Push a chunk to this peer (swarm/net/pushsync.py); returns the receipt that comes back."""
         return await self.pushes.push(self.conn, address, data, hop_limit=hop_limit, timeout=timeout)
+
+    async def push_batch(
+        self, chunks: tuple[PushedChunk, ...], *, direct: bool, timeout: float
+    ) -> PushBatchReceipt:
+        """Push chunks for this peer to store itself (swarm/net/push_batches.py); one receipt back."""
+        return await self.pushes.push_batch(self.conn, chunks, direct=direct, timeout=timeout)
 
     def closed(self, reason: str) -> None:
         """The connection is gone: fail what we asked of it, release what it was pulling."""

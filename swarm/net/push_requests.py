@@ -6,11 +6,13 @@ The mirror of `streamer.requests.RequestTable` for push syncing; matching and it
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import trio
 
 from streamer.connection import PeerConnection
 from streamer.dispatch import Handlers
-from streamer.messages import PushDelivery, PushFailure, PushReceipt
+from streamer.messages import PushBatch, PushBatchReceipt, PushDelivery, PushedChunk, PushFailure, PushReceipt
 from streamer.outbox import Priority
 from streamer.pending import OpenRequests
 
@@ -29,7 +31,7 @@ class PushRequests:
     """Open push deliveries of one connection."""
 
     def __init__(self) -> None:
-        self._requests = OpenRequests[PushReceipt]("push delivery")
+        self._requests = OpenRequests[PushReceipt | PushBatchReceipt]("push delivery")
 
     def __len__(self) -> int:
         return len(self._requests)
@@ -43,11 +45,28 @@ class PushRequests:
         self, conn: PeerConnection, address: bytes, data: bytes, *, hop_limit: int, timeout: float
     ) -> PushReceipt:
         """Send the chunk to ``conn``'s peer; return the receipt that comes back."""
+        answer = await self._ask(conn, lambda rid: PushDelivery(rid, address, hop_limit, data), timeout)
+        if not isinstance(answer, PushReceipt):
+            raise PushFailed(f"peer {conn.overlay.hex()[:12]} answered a push with a batch receipt")
+        return answer
+
+    async def push_batch(
+        self, conn: PeerConnection, chunks: tuple[PushedChunk, ...], *, direct: bool, timeout: float
+    ) -> PushBatchReceipt:
+        """Send ``chunks`` for ``conn``'s peer to store itself; return its one receipt for them."""
+        answer = await self._ask(conn, lambda rid: PushBatch(rid, direct, chunks), timeout)
+        if not isinstance(answer, PushBatchReceipt):
+            raise PushFailed(f"peer {conn.overlay.hex()[:12]} answered a batch with a single receipt")
+        return answer
+
+    async def _ask(
+        self, conn: PeerConnection, make: Callable[[int], PushDelivery | PushBatch], timeout: float
+    ) -> PushReceipt | PushBatchReceipt:
         request_id, pending = self._requests.open()
         peer = conn.overlay.hex()[:12]
         try:
             with trio.move_on_after(timeout) as scope:
-                await conn.send(PushDelivery(request_id, address, hop_limit, data), Priority.LIVE)
+                await conn.send(make(request_id), Priority.LIVE)
                 await pending.done.wait()
         except trio.ClosedResourceError:
             raise PushFailed(f"peer {peer} disconnected") from None
@@ -62,9 +81,9 @@ class PushRequests:
 
     def handlers(self) -> Handlers:
         """The answers to our pushes."""
-        return {PushReceipt: self.on_receipt, PushFailure: self.on_failure}
+        return {PushReceipt: self.on_receipt, PushBatchReceipt: self.on_receipt, PushFailure: self.on_failure}
 
-    def on_receipt(self, msg: PushReceipt) -> None:
+    def on_receipt(self, msg: PushReceipt | PushBatchReceipt) -> None:
         self._requests.answer(msg.request_id, msg)
 
     def on_failure(self, msg: PushFailure) -> None:

@@ -15,6 +15,9 @@ a push verifies the chunk (an invalid one drops the peer), then either
 - *forwards* it the same way, hop limit lowered, and relays the receipt (or a `PushFailure`)
   back unchanged. A forwarder keeps no copy.
 
+An uploader connected to a chunk's storers sends it in a batch instead (swarm/net/push_batches.py,
+`batches`): many chunks in one frame, one receipt for them.
+
 The origin (`push`) checks the receipt: a bad signature, another chunk or a storer outside its own
 radius (a *shallow* receipt) counts as a failure and the next peer is tried. What to push, when
 to retry and when the uploader may let go of a chunk is the pusher's business (swarm/reserve/pusher.py).
@@ -23,7 +26,7 @@ to retry and when the uploader may let go of a chunk is the pusher's business (s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
@@ -36,11 +39,20 @@ from streamer.connection import PeerConnection
 from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
 from streamer.identity import NodeIdentity
-from streamer.messages import GoodbyeCode, PushDelivery, PushFailure, PushReceipt, clip_reason
+from streamer.messages import (
+    GoodbyeCode,
+    PushBatchReceipt,
+    PushDelivery,
+    PushedChunk,
+    PushFailure,
+    PushReceipt,
+    clip_reason,
+)
 from streamer.outbox import Priority
 from streamer.push_receipts import BadReceipt, make_receipt, verify_receipt
 from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
 from swarm.net.peer_choice import AttemptPlan, Avoidance, closer_known
+from swarm.net.push_batches import BatchPushes
 from swarm.net.push_requests import PushFailed
 
 __all__ = ["NoCloserPeer", "PushPeer", "PushStatistics", "PushSync"]
@@ -60,6 +72,10 @@ class PushPeer(Protocol):
     def conn(self) -> PeerConnection: ...
 
     async def push(self, address: bytes, data: bytes, *, hop_limit: int, timeout: float) -> PushReceipt: ...
+
+    async def push_batch(
+        self, chunks: tuple[PushedChunk, ...], *, direct: bool, timeout: float
+    ) -> PushBatchReceipt: ...
 
 
 class NoCloserPeer(Exception):
@@ -86,6 +102,9 @@ class PushSync:
         *,
         peers: Callable[[], Iterable[PushPeer]],
         store: Callable[[Chunk], object],
+        store_many: Callable[[list[Chunk]], object] | None = None,
+        verify_many: Callable[[list[Chunk]], Awaitable[list[str | None]]] | None = None,
+        held: Callable[[Chunk], bool] = lambda chunk: False,
         responsible: Callable[[bytes], bool],
         radius: Callable[[], int],
         hop_limit: int = 8,
@@ -112,11 +131,30 @@ class PushSync:
         self._known = known  # the overlays this node knows (its address book), itself aside
         self.credible_within = credible_within  # a storer must be among the nodes we know this close
         self._serving: dict[bytes, int] = {}
+        self.batches = BatchPushes(
+            identity,
+            network_id,
+            peers=peers,
+            store_many=store_many or (lambda chunks: [store(chunk) for chunk in chunks]),
+            verify=verify_many,
+            held=held,
+            responsible=responsible,
+            radius=radius,
+            known=known,
+            credible_within=credible_within,
+            timeout=timeout,
+        )
         self.received = self.stored = self.forwarded = self.failed = self.pushed = self.rejected = 0
 
     def statistics(self) -> PushStatistics:
+        b = self.batches  # a chunk of a batch counts as a push of its own
         return PushStatistics(
-            self.received, self.stored, self.forwarded, self.failed, self.pushed, self.rejected
+            self.received + b.received,
+            self.stored + b.received,
+            self.forwarded,
+            self.failed,
+            self.pushed + b.attested,
+            self.rejected + b.refused,
         )
 
     def own_receipt(self, address: bytes, request_id: int = 0) -> PushReceipt:
@@ -219,7 +257,7 @@ class PushSync:
 
     def handlers(self, peer: PushPeer) -> Handlers:
         """What this node serves ``peer``: the chunks it pushes here."""
-        return {PushDelivery: partial(self.on_delivery, peer)}
+        return {PushDelivery: partial(self.on_delivery, peer), **self.batches.handlers(peer)}
 
     def on_delivery(self, peer: PushPeer, msg: PushDelivery) -> None:
         busy = self._serving.get(peer.overlay, 0)

@@ -11,9 +11,12 @@ node already signed is durable with what it has (the swarm has fewer nodes). So 
 
 A pending chunk is kept outside the reserve's accounting, never evicted, recorded in the state
 namespace (``b"push/" + address``, with the storers that signed so far, so a restart goes on
-where it was), and pushed (swarm/net/pushsync.py) by `workers` tasks, each push skipping the storers
-already counted. A push that fails (no answer, a failure, a receipt that proves nothing) is
-tried again after a delay that doubles up to ``retry_max``, for as long as the node runs. Once
+where it was), and pushed: first in batches (swarm/net/push_batches.py) by `batch_workers` tasks,
+each taking up to `BATCH_TAKE` chunks at once, to the peers that store them, for as many rounds
+as it takes to make them durable; what that leaves pending is pushed one by one
+(swarm/net/pushsync.py) by `workers` tasks, each push skipping the storers already counted. A
+push that fails (no answer, a failure, a receipt that proves nothing) is tried again (batched
+first) after a delay that doubles up to ``retry_max``, for as long as the node runs. Once
 durable the chunk is an ordinary chunk, which the reserve may evict (first, if it lies outside
 the radius).
 
@@ -29,66 +32,32 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 
 import trio
 
 from chunks import Chunk
 from localstore import ChunkDamaged, ChunkNotFound
-from streamer.messages import PushReceipt
+from streamer.messages import MAX_PUSH_BATCH, PushReceipt
+from swarm.net.push_batches import PushRound
 from swarm.net.push_requests import PushFailed
 from swarm.net.pushsync import NoCloserPeer
+from swarm.reserve.push_state import PENDING_PREFIX, PendingChunk, PendingState, storers_from, storers_value
+from swarm.reserve.tags import Tag
 
 __all__ = ["PENDING_PREFIX", "Pusher", "PusherStatistics", "Tag"]
 
 log = logging.getLogger(__name__)
 
-PENDING_PREFIX = b"push/"
 MAX_TAGS = 256
 """Tags kept; beyond that the oldest finished uploads' tags are forgotten."""
-
-
-class PendingState(Protocol):
-    """The state namespace, as the pusher uses it (``LocalStore`` implements it)."""
-
-    def iter_state(self, prefix: bytes = b"") -> Iterator[tuple[bytes, bytes]]: ...
-
-    def write_state_batch(self, puts: Mapping[bytes, bytes], deletes: Iterable[bytes] = ()) -> None: ...
-
-
-@dataclass
-class Tag:
-    """The progress of one upload (Bee's tag): chunks split, seen (already held), stored, sent
-    (pushed at least once) and synced (durable)."""
-
-    uid: int
-    started: float
-    split: int = 0
-    seen: int = 0  # chunks the store already held (uploaded before)
-    stored: int = 0
-    sent: int = 0
-    synced: int = 0
-    address: bytes | None = None  # the root reference, once the upload is done
-    done_splitting: bool = False
-    waiting: set[bytes] = field(default_factory=set)  # chunks without a receipt yet
-    changed: trio.Event = field(default_factory=trio.Event)
-
-    def _changed(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
-
-    @property
-    def complete(self) -> bool:
-        return self.done_splitting and not self.waiting
-
-    async def wait(self, timeout: float) -> bool:
-        """Wait until every chunk has a receipt (True) or ``timeout`` passes (False)."""
-        with trio.move_on_after(timeout):
-            while not self.complete:
-                await self.changed.wait()
-        return self.complete
+BATCH_TAKE = 240
+"""Pending chunks a batch worker takes at once (grouped by peer, 15 to a batch)."""
+BATCH_ROUNDS = 2
+"""Batch rounds per take: a chunk outside this node's neighbourhood needs two storers."""
+BATCH_LINGER = 0.005
+"""How long a batch worker waits for more chunks when it found fewer than a batch."""
 
 
 @dataclass(frozen=True)
@@ -98,23 +67,6 @@ class PusherStatistics:
     own_receipts: int  # chunks this node signed for itself (its own neighbourhood)
     attempts: int  # pushes tried since start
     failures: int  # pushes that failed (tried again later)
-
-
-@dataclass
-class _Pending:
-    tag: int
-    attempts: int = 0
-    error: str = ""
-    storers: set[bytes] = field(default_factory=set)  # overlays that signed a receipt for it
-    near: int | None = None  # the smallest radius a storer's receipt named (not kept on disk)
-
-
-def _storers_value(storers: set[bytes]) -> bytes:
-    return b"".join(sorted(storers))
-
-
-def _storers_from(value: bytes) -> set[bytes]:
-    return {value[i : i + 32] for i in range(0, len(value) - 31, 32)}
 
 
 class Pusher:
@@ -127,11 +79,13 @@ class Pusher:
         overlay: bytes,
         get_chunk: Callable[[bytes], Chunk],
         push: Callable[..., Awaitable[tuple[bytes, PushReceipt]]],
+        push_batch: PushRound | None = None,
         responsible: Callable[[bytes], bool],
         has_peers: Callable[[], bool],
         own_radius: Callable[[], int] = lambda: 0,
         released: Callable[[], None] = lambda: None,
         workers: int = 16,
+        batch_workers: int = 4,
         retry_min: float = 0.5,
         retry_max: float = 30.0,
         clock: Callable[[], float] = time.time,
@@ -140,22 +94,31 @@ class Pusher:
         self.overlay = overlay
         self._get_chunk = get_chunk
         self._push = push
+        self._push_batch = push_batch
         self._responsible = responsible
         self._has_peers = has_peers
         self._own_radius = own_radius  # this node's storage radius: what its own receipt names
         self._released = released  # chunks left the holder: the reserve may be over capacity
         self.workers = workers
+        self.batch_workers = batch_workers if push_batch is not None else 0
         self.retry_min = retry_min
         self.retry_max = retry_max
         self._clock = clock
-        self._pending: dict[bytes, _Pending] = {
-            key[len(PENDING_PREFIX) :]: _Pending(0, storers=_storers_from(value))
+        self._pending: dict[bytes, PendingChunk] = {
+            key[len(PENDING_PREFIX) :]: PendingChunk(0, storers=storers_from(value))
             for key, value in state.iter_state(PENDING_PREFIX)
         }
         self._uploading: dict[bytes, int] = {}  # address -> uploads under way holding it
         self._tags: dict[int, Tag] = {}
         self._uids = itertools.count(1)
         self._send, self._receive = trio.open_memory_channel[bytes](float("inf"))
+        # what the batches leave pending, for the single pushes (all of it without batches)
+        self._single_send, self._single = (
+            trio.open_memory_channel[bytes](float("inf"))
+            if self.batch_workers
+            else (self._send, self._receive)
+        )
+        self._in_flight: set[bytes] = set()
         self._retries: list[tuple[float, int, bytes]] = []  # (due, order, address): a heap
         self._retry_added = trio.Event()
         self._order = itertools.count()
@@ -208,14 +171,14 @@ class Pusher:
         to_push = [a for a in new if not (alone and a in own)]  # alone, its own copy is durable
         tag.synced += len(new) - len(to_push)
         fresh = [a for a in to_push if a not in self._pending]
-        own_value = _storers_value({self.overlay})
+        own_value = storers_value({self.overlay})
         self._state.write_state_batch({PENDING_PREFIX + a: own_value if a in own else b"" for a in fresh})
         for address in to_push:
             tag.waiting.add(address)
             if address not in self._pending:
                 storers = {self.overlay} if address in own else set()
                 near = self._own_radius() if address in own else None
-                self._pending[address] = _Pending(tag.uid, storers=storers, near=near)
+                self._pending[address] = PendingChunk(tag.uid, storers=storers, near=near)
                 self._send.send_nowait(address)
         self.version += 1
         tag._changed()
@@ -251,26 +214,94 @@ class Pusher:
         async with trio.open_nursery() as nursery:
             for _ in range(self.workers):
                 nursery.start_soon(self._worker)
+            for _ in range(self.batch_workers):
+                nursery.start_soon(self._batch_worker)
             nursery.start_soon(self._retry_timer)
             task_status.started()
 
     async def _worker(self) -> None:
-        async for address in self._receive:
-            if address in self._pending:
-                await self._push_one(address)
+        async for address in self._single:
+            if address in self._pending and address not in self._in_flight:
+                self._in_flight.add(address)
+                try:
+                    await self._push_one(address)
+                finally:
+                    self._in_flight.discard(address)
 
-    async def _push_one(self, address: bytes) -> None:
+    async def _batch_worker(self) -> None:
+        async for address in self._receive:
+            taken = await self._take_more(address)
+            mine = [a for a in dict.fromkeys(taken) if a in self._pending and a not in self._in_flight]
+            self._in_flight.update(mine)
+            try:
+                await self._push_batches(mine)
+            finally:
+                self._in_flight.difference_update(mine)
+            for address in mine:
+                if address in self._pending:
+                    self._single_send.send_nowait(address)
+
+    async def _take_more(self, first: bytes) -> list[bytes]:
+        """``first`` and what else is queued, up to BATCH_TAKE, lingering once for a batch's worth."""
+        taken, lingered = [first], False
+        while len(taken) < BATCH_TAKE:
+            try:
+                taken.append(self._receive.receive_nowait())
+            except trio.WouldBlock:
+                if lingered or len(taken) >= MAX_PUSH_BATCH:
+                    break
+                lingered = True
+                await trio.sleep(BATCH_LINGER)
+        return taken
+
+    async def _push_batches(self, addresses: list[bytes]) -> None:
+        """Batch rounds for ``addresses`` until they are durable or a round brings nothing."""
+        chunks = {a: chunk for a in addresses if (chunk := self._chunk_to_push(a)) is not None}
+        for _ in range(BATCH_ROUNDS):
+            todo = [
+                (chunk, frozenset(self._pending[a].storers), self._pending[a].near)
+                for a, chunk in chunks.items()
+                if a in self._pending and not self.durable(self._pending[a].storers)
+            ]
+            if not todo or not self._has_peers():
+                break
+            attested = await self._push_batch(todo)  # type: ignore[misc]  # set when batch_workers
+            for address, storer, radius in attested:
+                entry = self._pending.get(address)
+                if entry is not None and storer not in entry.storers:
+                    entry.storers.add(storer)
+                    entry.near = radius if entry.near is None else min(entry.near, radius)
+                    self.receipts += 1
+            if not attested:
+                break
+        pending = [a for a in chunks if a in self._pending]
+        self._settle_many([a for a in pending if self.durable(self._pending[a].storers)])
+        signed = {
+            PENDING_PREFIX + a: storers_value(self._pending[a].storers) for a in pending if a in self._pending
+        }
+        if signed:  # signed for by some: a restart goes on from there
+            self._state.write_state_batch(signed)
+
+    def _chunk_to_push(self, address: bytes) -> Chunk | None:
+        """The pending chunk, counted as an attempt; None (and settled) if it is gone."""
         entry = self._pending[address]
         try:
             chunk = self._get_chunk(address)
         except (ChunkNotFound, ChunkDamaged) as exc:
             log.error("uploaded chunk %s is gone before a receipt came (%s)", address.hex(), exc)
-            self._settle(address)
-            return
+            self._settle_many([address])
+            return None
         entry.attempts += 1
         self.attempts += 1
         for tag in self._tags_waiting(address):
             tag.sent += entry.attempts == 1
+        return chunk
+
+    async def _push_one(self, address: bytes) -> None:
+        entry = self._pending[address]
+        chunk = self._chunk_to_push(address)
+        if chunk is None:
+            return
         try:
             await self._push_until_durable(address, chunk, entry)
         except PushFailed as exc:
@@ -281,13 +312,13 @@ class Pusher:
             heapq.heappush(self._retries, (trio.current_time() + delay, next(self._order), address))
             self._retry_added.set()
             return
-        self._settle(address)
+        self._settle_many([address])
 
     def durable(self, storers: set[bytes]) -> bool:
         """Two distinct storers, at least one of them not this node."""
         return len(storers) >= 2 and any(storer != self.overlay for storer in storers)
 
-    async def _push_until_durable(self, address: bytes, chunk: Chunk, entry: _Pending) -> None:
+    async def _push_until_durable(self, address: bytes, chunk: Chunk, entry: PendingChunk) -> None:
         """Push until enough storers signed; raises PushFailed to be tried again later."""
         while not self.durable(entry.storers):
             if not self._has_peers():
@@ -306,19 +337,24 @@ class Pusher:
             entry.near = receipt.radius if entry.near is None else min(entry.near, receipt.radius)
             self.receipts += 1
             if not self.durable(entry.storers):
-                self._state.write_state_batch({PENDING_PREFIX + address: _storers_value(entry.storers)})
+                self._state.write_state_batch({PENDING_PREFIX + address: storers_value(entry.storers)})
 
     def _tags_waiting(self, address: bytes) -> list[Tag]:
         return [tag for tag in self._tags.values() if address in tag.waiting]
 
-    def _settle(self, address: bytes) -> None:
-        """A receipt came (or the chunk is gone): it is no longer pending."""
-        self._pending.pop(address, None)
-        self._state.write_state_batch({}, [PENDING_PREFIX + address])
-        for tag in self._tags_waiting(address):
-            tag.waiting.discard(address)
-            tag.synced += 1
-            tag._changed()
+    def _settle_many(self, addresses: list[bytes]) -> None:
+        """Durable (or gone): no longer pending."""
+        if not addresses:
+            return
+        for address in addresses:
+            self._pending.pop(address, None)
+        self._state.write_state_batch({}, [PENDING_PREFIX + a for a in addresses])
+        for tag in self._tags.values():
+            settled = [a for a in addresses if a in tag.waiting]
+            if settled:
+                tag.waiting.difference_update(settled)
+                tag.synced += len(settled)
+                tag._changed()
         self.version += 1
         self._released()
 

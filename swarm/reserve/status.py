@@ -39,6 +39,8 @@ class ReserveStatus:
     pushes_stored: int = 0  # of those, stored here (this node signed the receipt)
     pushes_forwarded: int = 0  # of those, forwarded and the receipt relayed
     receipts_rejected: int = 0  # receipts refused: bad signature, another chunk, shallow
+    push_batches: int = 0  # batches this node pushed (each up to 15 chunks, one receipt)
+    push_batched: int = 0  # chunks those batches got receipted
 
 
 def reserve_status(
@@ -65,6 +67,8 @@ def reserve_status(
         pushes_stored=s.stored,
         pushes_forwarded=s.forwarded,
         receipts_rejected=s.rejected,
+        push_batches=pushsync.batches.sent,
+        push_batched=pushsync.batches.attested,
     )
 
 
@@ -105,6 +109,7 @@ def reserve_families(status: ReserveStatus) -> Iterator[Metric]:
         ("stored", status.pushes_stored),
         ("forwarded", status.pushes_forwarded),
         ("receipt_rejected", status.receipts_rejected),
+        ("batches", status.push_batches),
     ):
         pushes.add_metric([outcome], value)
     yield pushes
