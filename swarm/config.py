@@ -30,7 +30,8 @@ class NodeConfig:
     api_port: int | None = 0  # None: no HTTP API
     peers: tuple[tuple[str, int], ...] = ()  # bootnodes
     network_id: int = 1
-    strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
+    strategy: str = DEFAULT_STRATEGY  # peer suggestion: kademlia.STRATEGIES
+    forwarding: str = "spread"  # next hop among equally close peers: kademlia.forwarding.FORWARDING
     channel: str = "tls"  # "plain": no TLS under the protocol (to measure what TLS costs)
     # networks (CIDR) whose addresses gossip may make this node dial; empty: loopback only for a
     # node listening on loopback, else every address but loopback, link-local and multicast

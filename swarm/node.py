@@ -26,6 +26,7 @@ import trio
 
 from chunks import Chunk
 from kademlia import get_strategy, sync_bins
+from kademlia.forwarding import get_forwarding
 from localstore.pins import Pins
 from localstore.reserve import Reserve
 from localstore.store import LocalStore
@@ -63,6 +64,7 @@ class Node:
 
     def __init__(self, config: NodeConfig, *, sync_rule: SyncRule = sync_bins) -> None:
         get_strategy(config.strategy)  # fail early on a bad name
+        get_forwarding(config.forwarding)
         if config.channel not in CHANNELS:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {config.channel!r}")
         if config.provable_sync not in PROVABLE_MODES:
@@ -130,6 +132,7 @@ class Node:
             timeout=config.retrieve_timeout,
             hedge_after=config.hedge_after,
             cache_bytes=config.cache_bytes,
+            forwarding=get_forwarding(config.forwarding),
         )
         eth_key = load_or_create_eth_key(self.data_dir)
         self.bee = NodeBeeBackend(
@@ -179,6 +182,8 @@ class Node:
                 store_uploaded=self._store_uploaded,
                 retrieve=self.retrieval.get,
                 avoidance=self.retrieval.avoidance,
+                loads=self.retrieval.loads,
+                forwarding=self.retrieval.forwarding,
             )
         )
         self.offer_leases = parts.offer_leases

@@ -21,7 +21,7 @@ from localstore.store import LocalStore
 from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.config import NodeConfig
-from swarm.net.peer_choice import Avoidance
+from swarm.net.peer_choice import Avoidance, Forwarding, LoadBook
 from swarm.net.pushsync import PushPeer, PushSync
 from swarm.reserve.offer_leases import OfferLeases
 from swarm.reserve.pusher import Pusher
@@ -50,6 +50,8 @@ class ReserveInputs:
     store_uploaded: Callable[..., int]  # an upload's chunks into the store (``verified=``)
     retrieve: Callable[[bytes], Awaitable[Chunk]]
     avoidance: Avoidance  # peers that left requests unanswered, shared with retrieval
+    loads: LoadBook  # requests in flight per peer, shared with retrieval
+    forwarding: Forwarding  # how equally close next hops share requests
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,8 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         timeout=config.retrieve_timeout,
         hedge_after=config.hedge_after,
         avoidance=given.avoidance,
+        loads=given.loads,
+        forwarding=given.forwarding,
         known=table.known_peers,
         credible_within=config.neighbourhood_size + 2,
     )

@@ -35,7 +35,7 @@ from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, Re
 from streamer.outbox import Priority
 from streamer.requests import NO_ANSWER, RetrieveFailed
 from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
-from swarm.net.peer_choice import AttemptPlan, Avoidance
+from swarm.net.peer_choice import DEFAULT_FORWARDING, AttemptPlan, Avoidance, Forwarding, LoadBook
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,8 @@ class Retrieval:
         hedge_after: float = HEDGE_AFTER,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         avoidance: Avoidance | None = None,
+        loads: LoadBook | None = None,
+        forwarding: Forwarding = DEFAULT_FORWARDING,
     ) -> None:
         self.overlay = overlay
         self._store_get = store_get
@@ -120,6 +122,8 @@ class Retrieval:
         self.origin_attempts = origin_attempts  # peers this node asks at most for its own users
         self.policy = HedgePolicy(timeout=timeout, hedge_after=hedge_after)
         self.avoidance = avoidance if avoidance is not None else Avoidance()
+        self.loads = loads if loads is not None else LoadBook()  # requests in flight per peer
+        self.forwarding = forwarding
         self._serving: dict[bytes, int] = {}
         self._open_ids: dict[bytes, set[int]] = {}  # per peer: request IDs being answered
         self.served = 0
@@ -257,6 +261,8 @@ class Retrieval:
             self.origin_attempts if own_request else self.attempts,
             farther_ok=own_request,
             exclude=frozenset() if origin is None else frozenset({origin}),
+            rule=self.forwarding,
+            loads=self.loads,
         )
 
         async def attempt(peer: RetrievalPeer, deadline: float) -> Chunk:
