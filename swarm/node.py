@@ -326,6 +326,7 @@ class Node:
             table=self.table,
             strategy=self.config.strategy,
             saturation=self.config.saturation,
+            forwarding=self.config.forwarding,
             gossip=self.network.gossip_counters(),
             equivocations=self.equivocations.count,
             repairs=self.repair.counters(),

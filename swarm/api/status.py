@@ -162,6 +162,7 @@ def topology_document(stats: NodeStatistics) -> dict[str, Any]:
         "depth": stats.depth,
         "saturation": stats.saturation,
         "strategy": stats.strategy,
+        "forwarding": stats.forwarding,
         "bins": bins,
     }
 
