@@ -133,6 +133,7 @@ class Node:
             hedge_after=config.hedge_after,
             cache_bytes=config.cache_bytes,
             forwarding=get_forwarding(config.forwarding),
+            record=self._record_request,
         )
         eth_key = load_or_create_eth_key(self.data_dir)
         self.bee = NodeBeeBackend(
@@ -184,6 +185,7 @@ class Node:
                 avoidance=self.retrieval.avoidance,
                 loads=self.retrieval.loads,
                 forwarding=self.retrieval.forwarding,
+                record=self._record_request,
             )
         )
         self.offer_leases = parts.offer_leases
@@ -313,6 +315,11 @@ class Node:
         new = self.intake.store_many(chunks, verified=verified)
         self.live.uploaded(chunks)
         return new
+
+    def _record_request(self, address: bytes) -> None:
+        """A request sent on toward ``address``: load on the table's bin for it (``loaded``)."""
+        if address != self.overlay:
+            self.table.requests.record(self.table.bin_of(address))
 
     def statistics(self) -> NodeStatistics:
         """One immutable snapshot of everything the node reports."""

@@ -52,6 +52,7 @@ class ReserveInputs:
     avoidance: Avoidance  # peers that left requests unanswered, shared with retrieval
     loads: LoadBook  # requests in flight per peer, shared with retrieval
     forwarding: Forwarding  # how equally close next hops share requests
+    record: Callable[[bytes], None]  # a request sent on toward an address (the table's bin load)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         avoidance=given.avoidance,
         loads=given.loads,
         forwarding=given.forwarding,
+        record=given.record,
         known=table.known_peers,
         credible_within=config.neighbourhood_size + 2,
     )

@@ -69,4 +69,4 @@ def test_an_unknown_strategy_or_rule_is_one_line_naming_the_choices(option: str,
     assert f"argument {option}: invalid choice: 'bogus'" in last
     assert "hottest" in last if option == "--suggest" else "spread" in last
     assert "Traceback" not in result.stderr
-    assert set(STRATEGIES) == {"first", "gap", "temperature", "hottest"}
+    assert set(STRATEGIES) == {"first", "gap", "temperature", "hottest", "loaded"}

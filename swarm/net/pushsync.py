@@ -103,6 +103,7 @@ class PushSync:
         avoidance: Avoidance | None = None,
         loads: LoadBook | None = None,
         forwarding: Forwarding = DEFAULT_FORWARDING,
+        record: Callable[[bytes], None] = lambda address: None,
         known: Callable[[], Iterable[bytes]] = lambda: (),
         credible_within: int = 5,
     ) -> None:
@@ -120,6 +121,7 @@ class PushSync:
         self.avoidance = avoidance if avoidance is not None else Avoidance()
         self.loads = loads if loads is not None else LoadBook()  # requests in flight per peer
         self.forwarding = forwarding
+        self._record = record  # each request this node sends on, by its address (the table's bin load)
         self._known = known  # the overlays this node knows (its address book), itself aside
         self.credible_within = credible_within  # a storer must be among the nodes we know this close
         self._serving: dict[bytes, int] = {}
@@ -170,6 +172,7 @@ class PushSync:
         check: bool,
         near: int | None = None,
     ) -> tuple[bytes, PushReceipt]:
+        self._record(chunk.address)
         plan = AttemptPlan(
             chunk.address,
             self.overlay,

@@ -110,6 +110,7 @@ class Retrieval:
         avoidance: Avoidance | None = None,
         loads: LoadBook | None = None,
         forwarding: Forwarding = DEFAULT_FORWARDING,
+        record: Callable[[bytes], None] = lambda address: None,
     ) -> None:
         self.overlay = overlay
         self._store_get = store_get
@@ -124,6 +125,7 @@ class Retrieval:
         self.avoidance = avoidance if avoidance is not None else Avoidance()
         self.loads = loads if loads is not None else LoadBook()  # requests in flight per peer
         self.forwarding = forwarding
+        self._record = record  # each request this node sends on, by its address (the table's bin load)
         self._serving: dict[bytes, int] = {}
         self._open_ids: dict[bytes, set[int]] = {}  # per peer: request IDs being answered
         self.served = 0
@@ -255,6 +257,7 @@ class Retrieval:
     async def _ask_peers(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
         """Ask peers as `peer_choice` says, hedged (`swarm.net.hedged`); verify what comes back."""
         own_request = origin is None
+        self._record(address)
         plan = AttemptPlan(
             address,
             self.overlay,

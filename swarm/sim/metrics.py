@@ -100,6 +100,7 @@ def route(net: SimNetwork, origin: int, target: bytes, holders: Collection[int] 
         best = pick_peer(target, overlays[current], peers, rule=rule, loads=loads)
         if best is None:
             break
+        table.requests.record(table.bin_of(target))  # the load the ``loaded`` strategy weighs
         loads.started(best)
         loads.finished(best)
         current = index[best]
