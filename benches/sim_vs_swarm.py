@@ -35,9 +35,11 @@ import httpx
 from kademlia import PeerTable
 from swarm.cli.localswarm import LocalSwarm
 from swarm.sim.grid import GridKey, SimParams
-from swarm.sim.metrics import gap_po, gini, max_over_mean, mean
+from swarm.sim.metrics import Lookup, gap_po, gini, max_over_mean, mean
+from swarm.sim.network import SimNetwork
 from swarm.sim.report import mean_interval, t_quantile
-from swarm.sim.simulate import RUN_COLUMNS, simulate
+from swarm.sim.scenario import run_scenario
+from swarm.sim.storage import ChunkStore
 
 COUNTER = re.compile(r'^swarm_retrievals_total\{outcome="(served|forwarded)"\} ([0-9.e+]+)$', re.M)
 LIGHT = ["--verify-workers", "0", "--cache-mib", "0", "--provable-sync", "off", "--hedge-after", "10"]
@@ -46,6 +48,8 @@ LIGHT = ["--verify-workers", "0", "--cache-mib", "0", "--provable-sync", "off", 
 def counters(client: httpx.Client, api: str) -> tuple[int, int]:
     """(served, forwarded) of one node."""
     found = dict(COUNTER.findall(client.get(f"{api}/metrics").text))
+    if "served" not in found or "forwarded" not in found:
+        raise RuntimeError(f"{api}/metrics has no swarm_retrievals_total served and forwarded counters")
     return int(float(found.get("served", 0))), int(float(found.get("forwarded", 0)))
 
 
@@ -124,6 +128,7 @@ def _workload(args, rng, apis, client) -> dict[str, tuple[float, float]]:
     wait(lambda: all(client.get(f"{a}/sync").json()["fully_synced"] for a in apis), 300, "syncing")
     holders = [sum(client.head(f"{a}/chunks/{c}").status_code == 200 for a in apis) for c in addresses]
     per_batch: list[list[int]] = []
+    relays_by_batch: list[list[int]] = []
     hops_by_batch: list[float] = []
     failed_by_batch: list[float] = []
     size = args.lookups // args.batches
@@ -138,10 +143,13 @@ def _workload(args, rng, apis, client) -> dict[str, tuple[float, float]]:
         forwards = sum(f1 - f0 for (_, f0), (_, f1) in zip(before, after, strict=True))
         remote = sum(s1 - s0 for (s0, _), (s1, _) in zip(before, after, strict=True))
         per_batch.append(loads)
+        relays_by_batch.append([f1 - f0 for (_, f0), (_, f1) in zip(before, after, strict=True)])
         hops_by_batch.append((forwards + remote) / size)
         failed_by_batch.append(failed / size)
     return {
         "hops": mean_interval(hops_by_batch),
+        "relay_gini": jackknife(relays_by_batch, gini),
+        "relay_max_over_mean": jackknife(relays_by_batch, max_over_mean),
         "retrieval_gini": jackknife(per_batch, gini),
         "retrieval_max_over_mean": jackknife(per_batch, max_over_mean),
         "gap_po": mean_interval([float(gap_of(doc)) for doc in topologies]),
@@ -151,24 +159,54 @@ def _workload(args, rng, apis, client) -> dict[str, tuple[float, float]]:
     }
 
 
+class _Retrievals:
+    """What the real nodes count, from the simulated lookups: a node relays a retrieval when it
+    forwarded it toward the node that served it (``path[1:stored_at]``)."""
+
+    def __init__(self) -> None:
+        self.hops: list[int] = []
+        self.replication: list[int] = []
+        self.relays: list[int] = []
+        self.loads: list[int] = []
+        self.failed = 0
+
+    def __call__(self, net: SimNetwork, store: ChunkStore, batch: list[tuple[Lookup, int]]) -> None:
+        for counts in (self.relays, self.loads):
+            counts.extend([0] * (len(net.overlays) - len(counts)))
+        for lookup, chunk in batch:
+            self.replication.append(store.replication(chunk))
+            if not lookup.retrieved:
+                self.failed += 1
+                continue
+            self.hops.append(lookup.stored_at)
+            for v in lookup.path[1 : lookup.stored_at]:
+                self.relays[v] += 1
+            for v in lookup.retrieval_path:
+                self.loads[v] += 1
+
+
 def simulated(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
-    names = [name for name, _ in RUN_COLUMNS]
+    """The same metrics on ``--runs`` simulated networks (their seeds: ``swarm sim``'s)."""
     params = SimParams(seed=args.seed, lookups=args.lookups, forwarding=args.forwarding)
-    rows = []
+    per_run: dict[str, list[float]] = {}
     for run in range(args.runs):
-        rows.append(
-            dict(zip(names, simulate(GridKey(args.strategy, args.nodes, run), params).run, strict=True))
-        )
-    pick = {
-        "hops": "retrieval_hops_mean",
-        "retrieval_gini": "retrieval_gini",
-        "retrieval_max_over_mean": "retrieval_max_over_mean",
-        "gap_po": "gap_po_mean",
-        "depth": "depth_mean",
-        "replication": "replication_mean",
-        "failed": "retrieval_failed",
-    }
-    return {k: mean_interval([row[v] for row in rows]) for k, v in pick.items()}
+        seen = _Retrievals()
+        net, _ = run_scenario(GridKey(args.strategy, args.nodes, run), params, seen)
+        online = net.online_nodes()
+        values = {
+            "hops": mean(seen.hops),
+            "relay_gini": gini(seen.relays),
+            "relay_max_over_mean": max_over_mean(seen.relays),
+            "retrieval_gini": gini(seen.loads),
+            "retrieval_max_over_mean": max_over_mean(seen.loads),
+            "gap_po": mean([gap_po(net.tables[i]) for i in online]),
+            "depth": mean([net.tables[i].depth() for i in online]),
+            "replication": mean(seen.replication),
+            "failed": seen.failed / args.lookups,
+        }
+        for k, v in values.items():
+            per_run.setdefault(k, []).append(float(v))
+    return {k: mean_interval(v) for k, v in per_run.items()}
 
 
 def table(real: dict, sim: dict, args: argparse.Namespace) -> str:
