@@ -25,7 +25,15 @@ from swarm.sim.metrics import gini
 from swarm.sim.report import mean_interval
 from swarm.sim.simulate import NODE_COLUMNS, RUN_COLUMNS, simulate
 
-COLUMNS = ("gini", "max_over_mean", "retrieval_gini", "hops_mean", "failed", "gap_po_mean")
+COLUMNS = (
+    "gini",
+    "max_over_mean",
+    "retrieval_gini",
+    "hops_mean",
+    "failed",
+    "retrieval_failed",
+    "gap_po_mean",
+)
 NAMES = [name for name, _ in RUN_COLUMNS]
 RELAYED = [name for name, _ in NODE_COLUMNS].index("relayed")
 

@@ -105,14 +105,19 @@ def real_swarm(args: argparse.Namespace, workdir: Path) -> dict[str, tuple[float
         swarm.stop()
 
 
-def _settle(apis: list[str], client: httpx.Client) -> list[dict]:
+def _settle(apis: list[str], client: httpx.Client, limit: float = 240.0) -> list[dict]:
+    """Each node's /topology once the total of connections held still for three polls 5 s apart
+    (or, on a busy machine, after ``limit`` seconds: then as they are, said on stderr)."""
     seen: list[int] = []
 
     def stable() -> bool:
         seen.append(sum(client.get(f"{a}/topology").json()["connected"] for a in apis))
-        return len(seen) >= 4 and len(set(seen[-4:])) == 1 and seen[-1] > 0
+        return len(seen) >= 3 and len(set(seen[-3:])) == 1 and seen[-1] > 0
 
-    wait(stable, 300, "connections settling", interval=3.0)
+    try:
+        wait(stable, limit, "connections settling", interval=5.0)
+    except TimeoutError:
+        print(f"sim_vs_swarm: connections still changing after {limit:g}s: {seen[-4:]}", file=sys.stderr)
     return [client.get(f"{a}/topology").json() for a in apis]
 
 
