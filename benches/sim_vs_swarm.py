@@ -15,7 +15,8 @@ nodes holding each uploaded chunk (``HEAD /chunks/{address}``, the local store o
 
 Prints one JSON line and writes ``OUT/sim_vs_swarm.md`` (the table).
 Run as ``python -m benches.sim_vs_swarm [--nodes 32] [--strategy temperature] [--forwarding spread]
-[--chunks 40] [--lookups 200] [--batches 10] [--runs 10] [--seed 1] [--out sim-vs-swarm]``.
+[--chunks 40] [--lookups 200] [--batches 10] [--runs 10] [--seed 1] [--known FRACTION]
+[--out sim-vs-swarm]``.
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ class _Retrievals:
 
 def simulated(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     """The same metrics on ``--runs`` simulated networks (their seeds: ``swarm sim``'s)."""
-    params = SimParams(seed=args.seed, lookups=args.lookups, forwarding=args.forwarding)
+    params = SimParams(seed=args.seed, lookups=args.lookups, forwarding=args.forwarding, known=args.known)
     per_run: dict[str, list[float]] = {}
     for run in range(args.runs):
         seen = _Retrievals()
@@ -215,7 +216,9 @@ def simulated(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
 
 
 def table(real: dict, sim: dict, args: argparse.Namespace) -> str:
+    setup = "gossip" if args.known is None else f"known {args.known:g}"
     head = f"N = {args.nodes}, {args.strategy}, forwarding {args.forwarding}, {args.lookups} lookups"
+    head += f"; simulated with {setup}, {args.runs} runs"
     lines = [head, "", "| metric | real swarm | simulation | within intervals |", "|:--|--:|--:|:--|"]
     for k in real:
         (rm, rh), (sm, sh) = real[k], sim[k]
@@ -234,6 +237,12 @@ def main() -> None:
     p.add_argument("--batches", type=int, default=10)
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--known",
+        type=float,
+        default=None,
+        help="simulate the old set-up, each node knowing this fraction of the others (default: gossip)",
+    )
     p.add_argument("--out", type=Path, default=Path("sim-vs-swarm"))
     args = p.parse_args()
     if args.batches < 2 or args.lookups < args.batches:
