@@ -131,7 +131,16 @@ def _workload(args, rng, apis, client) -> dict[str, tuple[float, float]]:
         answer = client.post(f"{apis[rng.randrange(len(apis))]}/chunks", content=body)
         answer.raise_for_status()
         addresses.append(answer.json()["reference"])
-    wait(lambda: all(client.get(f"{a}/sync").json()["fully_synced"] for a in apis), 300, "syncing")
+    synced: list[int] = []
+
+    def all_synced() -> bool:
+        synced.append(sum(client.get(f"{a}/sync").json()["fully_synced"] for a in apis))
+        return synced[-1] == len(apis)
+
+    try:
+        wait(all_synced, 600, "syncing")
+    except TimeoutError:
+        print(f"sim_vs_swarm: {synced[-1]} of {len(apis)} nodes synced after 600s", file=sys.stderr)
     holders = [sum(client.head(f"{a}/chunks/{c}").status_code == 200 for a in apis) for c in addresses]
     per_batch: list[list[int]] = []
     relays_by_batch: list[list[int]] = []
