@@ -64,11 +64,8 @@ def test_pick_peer_matches_the_naive_model(
     if loads is not None:
         book = LoadBook()
         # build the book's state so that its key equals the model's (in flight, last asked)
-        for p, (flight, last) in loads.items():
-            book._in_flight[p] = flight
-            book._last[p] = last
-        book._in_flight = {p: f for p, f in book._in_flight.items() if f}
-        book._last = {p: t for p, t in book._last.items() if t}
+        book._in_flight = {bytes([p]): f for p, (f, _) in loads.items() if f}
+        book._last = {bytes([p]): t for p, (_, t) in loads.items() if t}
     rule = Forwarding("x", slack)
     got = pick_peer(
         bytes([target]),
