@@ -8,7 +8,8 @@ runs ``--lookups`` retrievals (``GET /chunks/{address}`` from uniformly chosen o
 ``--batches`` batches, reading each node's retrieval counters (``swarm_retrievals`` on ``/metrics``:
 ``served`` from its store, ``forwarded``) before and after every batch. Hops of a retrieval = the
 forwards it caused + 1 (0 when the origin holds the chunk); a node's retrieval load = what it served
-+ what it forwarded, as the simulation counts it (``retrieval_load``). Intervals: over batches for
++ what it forwarded, as the simulation counts it (``retrieval_load``). ``served_at_origin``: the share
+of retrievals the origin answered from its own store; ``hops_when_not``: mean hops of the others. Intervals: over batches for
 hops and failures, leave-one-batch-out (jackknife) for the Gini and max/mean; over ``--runs``
 networks on the simulated side. Gap PO and depth from each node's ``/topology``; replication: the
 nodes holding each uploaded chunk (``HEAD /chunks/{address}``, the local store only).
@@ -145,6 +146,8 @@ def _workload(args, rng, apis, client) -> dict[str, tuple[float, float]]:
     per_batch: list[list[int]] = []
     relays_by_batch: list[list[int]] = []
     hops_by_batch: list[float] = []
+    local_by_batch: list[float] = []
+    remote_hops_by_batch: list[float] = []
     failed_by_batch: list[float] = []
     size = args.lookups // args.batches
     for _ in range(args.batches):
@@ -160,9 +163,13 @@ def _workload(args, rng, apis, client) -> dict[str, tuple[float, float]]:
         per_batch.append(loads)
         relays_by_batch.append([f1 - f0 for (_, f0), (_, f1) in zip(before, after, strict=True)])
         hops_by_batch.append((forwards + remote) / size)
+        local_by_batch.append((size - failed - remote) / size)
+        remote_hops_by_batch.append((forwards + remote) / remote if remote else 0.0)
         failed_by_batch.append(failed / size)
     return {
         "hops": mean_interval(hops_by_batch),
+        "served_at_origin": mean_interval(local_by_batch),
+        "hops_when_not": mean_interval(remote_hops_by_batch),
         "relay_gini": jackknife(relays_by_batch, gini),
         "relay_max_over_mean": jackknife(relays_by_batch, max_over_mean),
         "retrieval_gini": jackknife(per_batch, gini),
@@ -210,6 +217,8 @@ def simulated(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
         online = net.online_nodes()
         values = {
             "hops": mean(seen.hops),
+            "served_at_origin": seen.hops.count(0) / args.lookups,
+            "hops_when_not": mean([h for h in seen.hops if h]),
             "relay_gini": gini(seen.relays),
             "relay_max_over_mean": max_over_mean(seen.relays),
             "retrieval_gini": gini(seen.loads),
