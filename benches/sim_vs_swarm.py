@@ -1,18 +1,20 @@
 """The simulation against a real local swarm: the same workload on N `swarm node` processes and on
 simulated networks of the same size, strategy, forwarding rule and seed.
 
-The real side starts N light nodes (``swarm.cli.localswarm``: no verification workers, no retrieval
-cache, no provable streams, hedging only after 10 s), waits until their connections stop changing, uploads
-``--chunks`` random chunks (``POST /chunks`` at random nodes), waits until every node is synced, then
-runs ``--lookups`` retrievals (``GET /chunks/{address}`` from uniformly chosen origins) in
-``--batches`` batches, reading each node's retrieval counters (``swarm_retrievals`` on ``/metrics``:
-``served`` from its store, ``forwarded``) before and after every batch. Hops of a retrieval = the
-forwards it caused + 1 (0 when the origin holds the chunk); a node's retrieval load = what it served
-+ what it forwarded, as the simulation counts it (``retrieval_load``). ``served_at_origin``: the share
-of retrievals the origin answered from its own store; ``hops_when_not``: mean hops of the others. Intervals: over batches for
-hops and failures, leave-one-batch-out (jackknife) for the Gini and max/mean; over ``--runs``
-networks on the simulated side. Gap PO and depth from each node's ``/topology``; replication: the
-nodes holding each uploaded chunk (``HEAD /chunks/{address}``, the local store only).
+The real side starts N light nodes (``swarm.cli.localswarm``: no verification workers, no
+retrieval cache, no provable streams, hedging only after 10 s), waits until their connections stop
+changing (at most 240 s), uploads ``--chunks`` random chunks (``POST /chunks`` at random nodes),
+waits until every node is synced (at most 600 s; stderr says how many were, if not all), then runs
+``--lookups`` retrievals (``GET /chunks/{address}`` from uniformly chosen origins) in ``--batches``
+batches, reading each node's retrieval counters (``swarm_retrievals`` on ``/metrics``: ``served``
+from its store, ``forwarded``) before and after every batch. Hops of a retrieval = the forwards it
+caused + 1 (0 when the origin holds the chunk); a node's relay load = what it forwarded, its
+retrieval load = what it served + what it forwarded, as the simulation counts them.
+``served_at_origin``: the share of retrievals the origin answered from its own store;
+``hops_when_not``: mean hops of the others. Gap PO and depth from each node's ``/topology``;
+replication: the nodes holding each uploaded chunk (``HEAD /chunks/{address}``, the local store).
+Intervals: over batches for hops and failures, leave-one-batch-out (jackknife) for the Gini and
+max/mean; over ``--runs`` networks on the simulated side.
 
 Prints one JSON line and writes ``OUT/sim_vs_swarm.md`` (the table).
 Run as ``python -m benches.sim_vs_swarm [--nodes 32] [--strategy temperature] [--forwarding spread]
