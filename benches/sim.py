@@ -30,8 +30,8 @@ from swarm.sim.simulate import simulate
 from swarm.sim.spark import run_grid
 from swarm.sim.sparkstart import start_context
 
-STRATEGIES = ["first", "gap", "temperature", "hottest"]
-assert set(STRATEGIES) == set(REGISTRY)
+STRATEGIES = ["first", "gap", "temperature", "hottest"]  # the default grid's; `loaded` is measured apart
+assert set(STRATEGIES) <= set(REGISTRY)
 
 
 def _busy_jiffies() -> int | None:

@@ -8,7 +8,10 @@ which candidate (known, unconnected, callable peer) of those bins to take:
   the connected pot (DESIGN.md, seed 003 "Address space gaps");
 - ``hottest``: across every bin that needs a peer, the hottest gap (seed 003 Fig. 3: a quarter of the
   space served by the node alone is filled before a quarter served by two peers, even in another bin),
-  after giving every such bin without a connected peer its first one.
+  after giving every such bin without a connected peer its first one;
+- ``loaded``: as ``hottest``, but a gap's temperature counts the request load through its bin
+  (``PeerTable.requests``, ``kademlia.binload``): the bin's recent requests times the gap's share of
+  the bin, over its serving peers. With no requests yet it is ``hottest``.
 
 The gap strategies do not score the candidates: they ask the connected pot and the bin's candidate pot
 together for the best gap holding a candidate (``pot.biggest_covered_gap`` / ``hottest_covered_gap``), so
@@ -33,6 +36,7 @@ __all__ = [
     "FirstStrategy",
     "GapStrategy",
     "HottestStrategy",
+    "LoadedStrategy",
     "SuggestionStrategy",
     "TemperatureStrategy",
     "get_strategy",
@@ -143,8 +147,32 @@ class HottestStrategy:
         return None if best is None else best[1]
 
 
+class LoadedStrategy:
+    """``hottest`` with load: after the empty bins, the gap of the highest load temperature, its bin's
+    request weight (``BinLoad.weight``) times its share of the bin (``2 ** (bin - gap PO)``) over the
+    peers serving it; ties: lower PO, then lower anchor."""
+
+    name = "loaded"
+
+    def pick(self, table: PeerTable, bins: Sequence[int], is_callable: IsCallable) -> bytes | None:
+        best: tuple[tuple[float, int, bytes], bytes] | None = None
+        for po in bins:
+            cover = _cover_in_bin(table, po, is_callable, hottest_covered_gap)
+            if cover is None:
+                continue
+            if not table.connected(po):
+                return cover.candidate
+            gap = cover.gap
+            heat = table.requests.weight(po) * 2.0 ** (po - gap.po) / gap.serving
+            rank = (-heat, gap.po, gap.anchor)
+            if best is None or rank < best[0]:
+                best = rank, cover.candidate
+        return None if best is None else best[1]
+
+
 STRATEGIES: dict[str, SuggestionStrategy] = {
-    s.name: s for s in (FirstStrategy(), GapStrategy(), TemperatureStrategy(), HottestStrategy())
+    s.name: s
+    for s in (FirstStrategy(), GapStrategy(), TemperatureStrategy(), HottestStrategy(), LoadedStrategy())
 }
 
 

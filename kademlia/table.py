@@ -10,6 +10,7 @@ from functools import partial
 
 from pot import MAX_PO, Pot
 
+from .binload import BinLoad
 from .depth import neighbourhood_depth, sync_bins
 from .saturation import check_limits, surplus
 from .snapshot import TableSnapshot
@@ -56,6 +57,7 @@ class PeerTable:
         self.over_saturation = over_saturation
         self.max_po = max_po
         self.max_known_per_bin = max_known_per_bin
+        self.requests = BinLoad(max_po)  # requests sent through each bin (the ``loaded`` strategy)
         # Dicts used as insertion-ordered sets.
         self._known: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]
         self._connected: list[dict[bytes, None]] = [{} for _ in range(max_po + 1)]

@@ -11,11 +11,13 @@ from swarm.live.config import LiveConfig
 from swarm.spaces.config import SpaceConfig
 from syncer.pull_config import PullerConfig
 
-__all__ = ["CHANNELS", "DEFAULT_STRATEGY", "NodeConfig"]
+__all__ = ["CHANNELS", "DEFAULT_FORWARDING", "DEFAULT_STRATEGY", "NodeConfig"]
 
 # What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
 # coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
 DEFAULT_STRATEGY = "temperature"
+# docs/simulation.md, "Load-aware forwarding": spreading over equally close peers
+DEFAULT_FORWARDING = "spread"
 CHANNELS = ("tls", "plain")
 
 
@@ -32,7 +34,8 @@ class NodeConfig:
     cors_allowed_origins: tuple[str, ...] = ()  # origins whose pages may use the API (Bee's option)
     peers: tuple[tuple[str, int], ...] = ()  # bootnodes
     network_id: int = 1
-    strategy: str = DEFAULT_STRATEGY  # peer suggestion: first, gap or temperature
+    strategy: str = DEFAULT_STRATEGY  # peer suggestion: kademlia.STRATEGIES
+    forwarding: str = DEFAULT_FORWARDING  # next hop among equally close peers: kademlia.forwarding.FORWARDING
     channel: str = "tls"  # "plain": no TLS under the protocol (to measure what TLS costs)
     # networks (CIDR) whose addresses gossip may make this node dial; empty: loopback only for a
     # node listening on loopback, else every address but loopback, link-local and multicast

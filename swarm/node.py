@@ -26,6 +26,7 @@ import trio
 
 from chunks import Chunk
 from kademlia import get_strategy, sync_bins
+from kademlia.forwarding import get_forwarding
 from localstore import ChunkDamaged, ChunkNotFound
 from localstore.pins import Pins
 from localstore.reserve import Reserve
@@ -67,6 +68,7 @@ class Node:
 
     def __init__(self, config: NodeConfig, *, sync_rule: SyncRule = sync_bins) -> None:
         get_strategy(config.strategy)  # fail early on a bad name
+        get_forwarding(config.forwarding)
         if config.channel not in CHANNELS:
             raise ValueError(f"channel must be one of {', '.join(CHANNELS)}, not {config.channel!r}")
         if config.provable_sync not in PROVABLE_MODES:
@@ -144,6 +146,8 @@ class Node:
             timeout=config.retrieve_timeout,
             hedge_after=config.hedge_after,
             cache_bytes=config.cache_bytes,
+            forwarding=get_forwarding(config.forwarding),
+            record=self._record_request,
         )
         eth_key = load_or_create_eth_key(self.data_dir)
         self.bee = NodeBeeBackend(
@@ -197,6 +201,9 @@ class Node:
                 store_uploaded=self._store_uploaded,
                 retrieve=self.retrieval.get,
                 avoidance=self.retrieval.avoidance,
+                loads=self.retrieval.loads,
+                forwarding=self.retrieval.forwarding,
+                record=self._record_request,
             )
         )
         self.offer_leases = parts.offer_leases
@@ -352,6 +359,11 @@ class Node:
         self.gsoc.uploaded(chunks)
         return new
 
+    def _record_request(self, address: bytes) -> None:
+        """A request sent on toward ``address``: load on the table's bin for it (``loaded``)."""
+        if address != self.overlay:
+            self.table.requests.record(self.table.bin_of(address))
+
     def statistics(self) -> NodeStatistics:
         """One immutable snapshot of everything the node reports."""
         return collect_statistics(
@@ -364,6 +376,7 @@ class Node:
             table=self.table,
             strategy=self.config.strategy,
             saturation=self.config.saturation,
+            forwarding=self.config.forwarding,
             gossip=self.network.gossip_counters(),
             equivocations=self.equivocations.count,
             repairs=self.repair.counters(),

@@ -21,7 +21,7 @@ from localstore.store import LocalStore
 from pot import proximity
 from streamer.identity import NodeIdentity
 from swarm.config import NodeConfig
-from swarm.net.peer_choice import Avoidance
+from swarm.net.peer_choice import Avoidance, Forwarding, LoadBook
 from swarm.net.pushsync import PushPeer, PushSync
 from swarm.reserve.offer_leases import OfferLeases
 from swarm.reserve.pusher import Pusher
@@ -52,6 +52,9 @@ class ReserveInputs:
     store_uploaded: Callable[..., int]  # an upload's chunks into the store (``verified=``)
     retrieve: Callable[[bytes], Awaitable[Chunk]]
     avoidance: Avoidance  # peers that left requests unanswered, shared with retrieval
+    loads: LoadBook  # requests in flight per peer, shared with retrieval
+    forwarding: Forwarding  # how equally close next hops share requests
+    record: Callable[[bytes], None]  # a request sent on toward an address (the table's bin load)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,9 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         timeout=config.retrieve_timeout,
         hedge_after=config.hedge_after,
         avoidance=given.avoidance,
+        loads=given.loads,
+        forwarding=given.forwarding,
+        record=given.record,
         known=table.known_peers,
         credible_within=config.neighbourhood_size + 2,
     )

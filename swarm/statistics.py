@@ -69,6 +69,7 @@ class NodeStatistics:
     table: TableSnapshot
     strategy: str
     saturation: int
+    forwarding: str = "closest"  # the next-hop rule (kademlia.forwarding)
     # -- provable streams: the proofs' counters, and per peer and bin the latest state
     # of its log this node verified (verify mode)
     proofs: ProofsSnapshot | None = None
@@ -94,6 +95,7 @@ def collect_statistics(
     table: PeerTable,
     strategy: str,
     saturation: int,
+    forwarding: str = "closest",
     gossip: GossipCounters,
     equivocations: int,
     repairs: RepairCounters,
@@ -138,6 +140,7 @@ def collect_statistics(
         table=table.snapshot(),
         strategy=strategy,
         saturation=saturation,
+        forwarding=forwarding,
         reserve=reserve or ReserveStatus(),
         live=live,
     )

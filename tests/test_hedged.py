@@ -12,8 +12,9 @@ import pytest
 import trio
 import trio.testing
 
+from kademlia.forwarding import FORWARDING
 from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
-from swarm.net.peer_choice import AttemptPlan, Avoidance
+from swarm.net.peer_choice import AttemptPlan, Avoidance, LoadBook
 
 TARGET = b"\x00"
 OWN = b"\xff"
@@ -122,3 +123,25 @@ async def test_no_candidate_is_reported_as_nobody_asked(autojump_clock):
     with pytest.raises(NoPeerDelivered) as info:
         await run([])
     assert info.value.asked == 0 and not info.value.timed_out
+
+
+async def test_concurrent_requests_spread_over_equally_close_peers_and_leave_no_load(autojump_clock):
+    """Two requests at once: the second goes to the equally close peer the first is not busy with;
+    a hedged attempt cancelled by the winner is counted finished too."""
+    closer, twin = FakePeer(b"\x02", "found", delay=1.0), FakePeer(b"\x03", "found", delay=1.0)
+    by_overlay = {p.overlay: p for p in (closer, twin)}
+    loads = LoadBook()
+    plans = [AttemptPlan(TARGET, OWN, 5, rule=FORWARDING["spread"], loads=loads) for _ in range(2)]
+    winners = []
+
+    async def one(plan):
+        peer, _ = await first_success(plan, lambda: by_overlay, lambda p, d: p.ask(d), policy=DEFAULT)
+        winners.append(peer)
+
+    async with trio.open_nursery() as nursery:
+        for plan in plans:
+            nursery.start_soon(one, plan)
+    assert {plans[0].tried[0], plans[1].tried[0]} == {b"\x02", b"\x03"}  # one each, in either order
+    assert [len(plan.tried) for plan in plans] == [2, 2]  # hedged after 0.5 s; the winner cancels the other
+    assert loads.in_flight(b"\x02") == loads.in_flight(b"\x03") == 0
+    assert sorted(p.overlay for p in winners) == [b"\x02", b"\x03"]

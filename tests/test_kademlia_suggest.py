@@ -21,12 +21,14 @@ from kademlia import (
     is_settled,
     suggest_peer,
 )
+from kademlia.binload import BinLoad
 from kademlia.ranking import gap_key, rank_by_gap, rank_by_temperature, temperature_key
 
 FIRST = get_strategy("first")
 GAP = get_strategy("gap")
 TEMPERATURE = get_strategy("temperature")
 HOTTEST = get_strategy("hottest")
+LOADED = get_strategy("loaded")
 
 
 def a(bits: str) -> bytes:
@@ -49,14 +51,17 @@ def table_of(connected: Sequence[str] = (), known: Sequence[str] = (), **kwargs:
 
 
 def picks(t: PeerTable) -> dict[str, bytes | None]:
-    return {name: suggest_peer(t, strategy) for name, strategy in STRATEGIES.items()}
+    """Each strategy's pick; ``loaded``, with no request recorded, must pick as ``hottest``."""
+    chosen = {name: suggest_peer(t, strategy) for name, strategy in STRATEGIES.items()}
+    assert chosen.pop("loaded") == chosen["hottest"]
+    return chosen
 
 
 # -- registry ------------------------------------------------------------------------------------
 
 
 def test_registry_names_and_lookup() -> None:
-    assert sorted(STRATEGIES) == ["first", "gap", "hottest", "temperature"]
+    assert sorted(STRATEGIES) == ["first", "gap", "hottest", "loaded", "temperature"]
     assert isinstance(FIRST, FirstStrategy) and isinstance(GAP, GapStrategy)
     assert isinstance(TEMPERATURE, TemperatureStrategy) and isinstance(HOTTEST, HottestStrategy)
     for name, strategy in STRATEGIES.items():
@@ -64,7 +69,7 @@ def test_registry_names_and_lookup() -> None:
 
 
 def test_unknown_strategy_lists_the_valid_names() -> None:
-    with pytest.raises(ValueError, match=r"'coolest'.*first, gap, hottest, temperature"):
+    with pytest.raises(ValueError, match=r"'coolest'.*first, gap, hottest, loaded, temperature"):
         get_strategy("coolest")
 
 
@@ -192,17 +197,20 @@ def brute_pick(t: PeerTable, name: str) -> bytes | None:
     nbits = 8 * len(t.base)
     members = [int.from_bytes(m) for m in [t.base, *t.connected_peers()]]
 
-    def best_in(po: int, hottest: bool) -> tuple[tuple[int, ...], bytes]:
+    def best_in(po: int, hottest: bool) -> tuple[tuple[float, ...], bytes]:
         prefix, _ = t.bin_region(po)
         pool = [int.from_bytes(c) for c in t.unconnected(po)]
         if not t.connected(po) and po < t.max_po:  # the bin is one gap: nearest to its prefix
             target = int.from_bytes(prefix)
             c = min(pool, key=lambda c: c ^ target)
             return (0,), c.to_bytes(len(t.base))
-        scored = []
+        scored: list[tuple[tuple[float, ...], int]] = []
         for c in pool:
             p, serving, anchor = brute_gap(members, c, nbits)
-            rank = (serving << (p + 1), p, anchor) if hottest else (p, anchor)
+            rank: tuple[float, ...] = (serving << (p + 1), p, anchor) if hottest else (p, anchor)
+            if name == "loaded":  # requests through the bin plus its uniform share, times the gap's share
+                load = t.requests.count(po) + 2.0 ** -(po + 1)
+                rank = (-load * 2.0 ** (po - p) / serving, p, anchor)
             scored.append(((*rank, c ^ anchor), c))
         key, c = min(scored)
         return key[:-1], c.to_bytes(len(t.base))
@@ -458,3 +466,36 @@ def test_simulation_64_nodes_converge(name: str) -> None:
             assert set(t.known(po)) <= set(t.connected(po))
         total += t.connected_count()
     assert total < len(tables) * 63 / 2  # far from everyone connected to everyone
+
+
+# -- loaded: temperature with request load ---------------------------------------------------------
+
+
+def test_loaded_without_requests_is_hottest_and_follows_the_load_after() -> None:
+    # bin 0: 11xxxxxx served by 10000000 alone (1/4 / 1); bin 1: 011xxxxx served by 01000000 (1/8 / 1)
+    t = table_of(["10000000", "01000000"], ["11000000", "01100000"])
+    assert suggest_peer(t, LOADED) == suggest_peer(t, HOTTEST) == a("11000000")
+    for _ in range(3):  # three requests through bin 1, none through bin 0: bin 1's gap is now hotter
+        t.requests.record(1)
+    assert suggest_peer(t, LOADED) == a("01100000")
+    assert suggest_peer(t, HOTTEST) == a("11000000")
+
+
+def test_bin_load_halves_at_its_horizon() -> None:
+    load = BinLoad(3, horizon=4)
+    for po in (0, 0, 1):
+        load.record(po)
+    assert (load.count(0), load.count(1), load.total) == (2.0, 1.0, 3.0)
+    load.record(3)
+    assert (load.count(0), load.count(1), load.count(3), load.total) == (1.0, 0.5, 0.5, 2.0)
+    assert load.weight(2) == 2.0**-3
+    with pytest.raises(ValueError, match="at least 2 requests"):
+        BinLoad(3, horizon=1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(tables(), layered_tables()), st.lists(st.integers(0, 6), max_size=40))
+def test_loaded_matches_brute_force_under_load(t: PeerTable, requests: list[int]) -> None:
+    for po in requests:
+        t.requests.record(min(po, t.max_po))
+    assert suggest_peer(t, LOADED) == brute_pick(t, "loaded")

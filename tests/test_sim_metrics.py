@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 
 from kademlia import PeerTable, get_strategy
+from kademlia.forwarding import get_forwarding
 from pot import proximity
 from swarm.sim.metrics import (
     gap_po,
@@ -306,3 +307,18 @@ def test_gap_metrics_match_brute_force() -> None:
         po, temperature = naive_gaps(members)
         assert gap_po(t) == po
         assert gap_temperature(t) == float(temperature)
+
+
+def test_route_spreads_over_equally_close_peers_by_the_nodes_own_rule() -> None:
+    # A = 00000000 with 10000000 and 10000001 (seed 003 Fig. 1): targets in 11xxxxxx are at PO 1 from
+    # both. Greedy routing always takes 10000000 (closer by XOR); `spread` alternates, least recently
+    # used first, as kademlia.forwarding.pick_peer does in the node.
+    nodes = ["00000000", "10000000", "10000001"]
+    links = [("00000000", "10000000"), ("00000000", "10000001")]
+    targets = [a(t) for t in ("11000000", "11100000", "11010000", "11110000")]
+    greedy = hand_network(nodes, links)
+    assert [route(greedy, 0, t).path for t in targets] == [(0, 1)] * 4
+    spread = hand_network(nodes, links)
+    spread.forwarding = get_forwarding("spread")
+    assert [route(spread, 0, t).path for t in targets] == [(0, 1), (0, 2), (0, 1), (0, 2)]
+    assert spread.tables[0].requests.count(0) == 4  # each forward counted in the bin it went through

@@ -153,6 +153,7 @@ def test_files_are_written(outputs: Outputs) -> None:
         "bootnodes": 2,
         "gossip_bin_size": 2,
         "known_per_bin": 16,
+        "forwarding": "closest",
         "partitions": 3,
     }
     assert run["spark"]["master"] == "local[2]"

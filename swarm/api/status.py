@@ -172,6 +172,7 @@ def topology_document(stats: NodeStatistics) -> dict[str, Any]:
         "networkAvailability": "Available" if table.connected else "Unavailable",
         "saturation": stats.saturation,
         "strategy": stats.strategy,
+        "forwarding": stats.forwarding,
         "bins": bins,
     }
 

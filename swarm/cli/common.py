@@ -134,13 +134,23 @@ def add_data_dir_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_suggest_option(p: argparse.ArgumentParser) -> None:
-    from swarm.config import DEFAULT_STRATEGY
+    """``--suggest`` (every strategy of ``kademlia.STRATEGIES``) and ``--forwarding``."""
+    from kademlia import STRATEGIES
+    from kademlia.forwarding import FORWARDING
+    from swarm.config import DEFAULT_FORWARDING, DEFAULT_STRATEGY
 
     p.add_argument(
         "--suggest",
-        choices=["first", "gap", "temperature"],
+        choices=list(STRATEGIES),
         default=DEFAULT_STRATEGY,
         help=f"peer suggestion strategy of the Kademlia connection manager (default {DEFAULT_STRATEGY})",
+    )
+    p.add_argument(
+        "--forwarding",
+        choices=list(FORWARDING),
+        default=DEFAULT_FORWARDING,
+        help="next hop of retrievals and pushes among peers equally close to a chunk: the closest, or "
+        f"the least loaded (spread; spreadK: within K proximity orders) (default {DEFAULT_FORWARDING})",
     )
 
 

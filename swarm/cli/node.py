@@ -187,6 +187,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         peers=tuple(args.peer),
         network_id=args.network_id,
         strategy=args.suggest,
+        forwarding=args.forwarding,
         gossip=not args.no_gossip,
         cache_bytes=args.cache_mib * 2**20,
         verify_workers=args.verify_workers,

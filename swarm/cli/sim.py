@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kademlia import STRATEGIES
+from kademlia.forwarding import FORWARDING
 from swarm.sim.grid import SimParams
 
 __all__ = ["add_sim_parser", "cmd_sim"]
@@ -146,6 +147,12 @@ def add_sim_parser(subparsers: Any) -> None:
     p.add_argument("--lookups", type=_positive, default=2000, help="random lookups routed per network")
     p.add_argument("--seed", type=int, default=1, help="seed of every random choice")
     p.add_argument(
+        "--forwarding",
+        choices=list(FORWARDING),
+        default="closest",
+        help="next-hop rule of the lookups (kademlia.forwarding)",
+    )
+    p.add_argument(
         "--master",
         default=None,
         metavar="URL",
@@ -186,6 +193,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
             turns=args.turns,
             bootnodes=args.bootnodes,
             known_per_bin=args.known_per_bin,
+            forwarding=args.forwarding,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None

@@ -29,7 +29,8 @@ def dashboard_url(api: str, ports: list[str]) -> str:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    node_args = ["--suggest", args.suggest, "--network-id", str(args.network_id)]
+    node_args = ["--suggest", args.suggest, "--forwarding", args.forwarding]
+    node_args += ["--network-id", str(args.network_id)]
     if getattr(args, "capacity", None):
         node_args += ["--capacity", str(args.capacity)]
     os.environ["SWARM_LOG_LEVEL"] = args.log_level  # the nodes inherit it

@@ -97,46 +97,51 @@ async def first_success(
         else:
             send.send_nowait(_Answer(peer, value, None))
 
-    with trio.move_on_at(deadline) as overall:
-        async with trio.open_nursery() as nursery:
+    try:
+        with trio.move_on_at(deadline) as overall:
+            async with trio.open_nursery() as nursery:
 
-            def launch() -> None:
-                candidates = peers()
-                now = trio.current_time()
-                avoided = avoidance.avoided(now) if avoidance is not None else frozenset()
-                overlay = plan.next_peer(candidates, avoided)
-                if overlay is not None:
-                    started[overlay] = now
-                    nursery.start_soon(run, candidates[overlay])
+                def launch() -> None:
+                    candidates = peers()
+                    now = trio.current_time()
+                    avoided = avoidance.avoided(now) if avoidance is not None else frozenset()
+                    overlay = plan.next_peer(candidates, avoided)
+                    if overlay is not None:
+                        started[overlay] = now
+                        nursery.start_soon(run, candidates[overlay])
 
-            launch()
-            while plan.in_flight:
-                with trio.move_on_after(policy.hedge_after) as hedge:
-                    answer = await receive.receive()
-                if hedge.cancelled_caught:
-                    launch()
-                    continue
-                overlay = answer.peer.overlay
-                plan.finished(overlay)
-                if answer.error is None:
-                    if avoidance is not None:
-                        avoidance.answered(overlay)
-                    winner = answer
-                    nursery.cancel_scope.cancel()
-                    break
-                failures.append(str(answer.error))
-                timed_out |= answer.error.timed_out
-                if avoidance is not None:
-                    if answer.error.timed_out:
-                        avoidance.timed_out(overlay, trio.current_time())
-                    else:
-                        avoidance.answered(overlay)
                 launch()
+                while plan.in_flight:
+                    with trio.move_on_after(policy.hedge_after) as hedge:
+                        answer = await receive.receive()
+                    if hedge.cancelled_caught:
+                        launch()
+                        continue
+                    overlay = answer.peer.overlay
+                    plan.finished(overlay)
+                    if answer.error is None:
+                        if avoidance is not None:
+                            avoidance.answered(overlay)
+                        winner = answer
+                        nursery.cancel_scope.cancel()
+                        break
+                    failures.append(str(answer.error))
+                    timed_out |= answer.error.timed_out
+                    if avoidance is not None:
+                        if answer.error.timed_out:
+                            avoidance.timed_out(overlay, trio.current_time())
+                        else:
+                            avoidance.answered(overlay)
+                    launch()
+    except BaseException:  # cancelled from outside: the attempts are over all the same
+        for overlay in list(plan.in_flight):
+            plan.finished(overlay)
+        raise
     now = trio.current_time()
-    if avoidance is not None:
-        for overlay in plan.in_flight:  # cancelled while still silent
-            if now - started[overlay] >= policy.slow_after:
-                avoidance.timed_out(overlay, now)
+    for overlay in list(plan.in_flight):  # cancelled while still silent
+        if avoidance is not None and now - started[overlay] >= policy.slow_after:
+            avoidance.timed_out(overlay, now)
+        plan.finished(overlay)
     if winner is not None:
         assert winner.value is not None
         return winner.peer, winner.value

@@ -9,7 +9,11 @@ after another, closest to the chunk's address first (XOR distance), never the sa
   swarm the node holding a chunk is often farther from it than the one asking (Bee's retrieval
   lets the origin do the same);
 - a peer that recently left a request unanswered is *avoided*: asked only once every other
-  candidate has been tried, so a hung peer costs one attempt, not every request's first.
+  candidate has been tried, so a hung peer costs one attempt, not every request's first;
+- with a load-spreading rule (``kademlia.forwarding``: ``spread``, the node's default), the peers
+  equally close to the chunk (the same, highest proximity order) share the requests: the one with
+  the fewest requests in flight, then the least recently asked, goes first. The simulation routes
+  by the same function.
 
 `AttemptPlan` is one request's bookkeeping: what was tried, what is in flight, how many attempts
 remain. `Avoidance` remembers the peers that timed out, for a while. Both take time as a value;
@@ -21,7 +25,20 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["AttemptPlan", "Avoidance", "choose_next", "closer_known", "distance"]
+from kademlia.forwarding import FORWARDING, Forwarding, LoadBook, pick_peer
+
+__all__ = [
+    "DEFAULT_FORWARDING",
+    "AttemptPlan",
+    "Avoidance",
+    "Forwarding",
+    "LoadBook",
+    "choose_next",
+    "closer_known",
+    "distance",
+]
+
+DEFAULT_FORWARDING = FORWARDING["spread"]
 
 
 def distance(a: bytes, b: bytes) -> int:
@@ -37,26 +54,19 @@ def choose_next(
     skip: Collection[bytes] = (),
     farther_ok: bool = False,
     avoided: Collection[bytes] = (),
+    rule: Forwarding = FORWARDING["closest"],
+    loads: LoadBook | None = None,
 ) -> bytes | None:
     """The peer to ask next for ``target``, or None when no candidate is left.
 
     Candidates are ``peers`` not in ``skip``, and (unless ``farther_ok``) strictly closer to
-    ``target`` than ``own``. Among them the closest that is not ``avoided`` wins; an avoided one
-    only when every candidate is avoided. Ties cannot happen: distinct overlays have distinct
-    distances to one target.
+    ``target`` than ``own``. Those not ``avoided`` come first (an avoided one only when every
+    candidate is avoided); among them ``rule`` decides (`kademlia.forwarding.pick_peer`): the
+    closest, or the least loaded of the equally close by ``loads``.
     """
-    own_distance = distance(own, target)
-    best: tuple[bool, int, bytes] | None = None
-    for peer in peers:
-        if peer in skip or peer == own:
-            continue
-        d = distance(peer, target)
-        if not farther_ok and d >= own_distance:
-            continue
-        key = (peer in avoided, d, peer)
-        if best is None or key < best:
-            best = key
-    return None if best is None else best[2]
+    return pick_peer(
+        target, own, peers, rule=rule, loads=loads, skip=skip, farther_ok=farther_ok, avoided=avoided
+    )
 
 
 def closer_known(target: bytes, node: bytes, known: Iterable[bytes]) -> int:
@@ -108,8 +118,8 @@ class AttemptPlan:
     """One request's attempts: at most ``max_attempts`` peers, each asked once.
 
     ``exclude`` are peers never to ask (the peer the request came from, storers that already
-    signed a receipt). `next_peer` picks by `choose_next` and counts the attempt as in flight
-    until `finished` is called for it.
+    signed a receipt). `next_peer` picks by `choose_next` (by ``rule``, spreading over ``loads``)
+    and counts the attempt as in flight, here and in ``loads``, until `finished` is called for it.
     """
 
     target: bytes
@@ -119,6 +129,8 @@ class AttemptPlan:
     exclude: frozenset[bytes] = frozenset()
     tried: list[bytes] = field(default_factory=list)
     in_flight: set[bytes] = field(default_factory=set)
+    rule: Forwarding = DEFAULT_FORWARDING
+    loads: LoadBook | None = None
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -135,13 +147,24 @@ class AttemptPlan:
             return None
         skip = self.exclude.union(self.tried)
         peer = choose_next(
-            self.target, self.own, peers, skip=skip, farther_ok=self.farther_ok, avoided=avoided
+            self.target,
+            self.own,
+            peers,
+            skip=skip,
+            farther_ok=self.farther_ok,
+            avoided=avoided,
+            rule=self.rule,
+            loads=self.loads,
         )
         if peer is not None:
             self.tried.append(peer)
             self.in_flight.add(peer)
+            if self.loads is not None:
+                self.loads.started(peer)
         return peer
 
     def finished(self, peer: bytes) -> None:
         """The attempt at ``peer`` ended (with an answer, a failure or a timeout)."""
+        if peer in self.in_flight and self.loads is not None:
+            self.loads.finished(peer)
         self.in_flight.discard(peer)

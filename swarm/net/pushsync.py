@@ -51,7 +51,14 @@ from streamer.messages import (
 from streamer.outbox import Priority
 from streamer.push_receipts import BadReceipt, make_receipt, verify_receipt
 from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
-from swarm.net.peer_choice import AttemptPlan, Avoidance, closer_known
+from swarm.net.peer_choice import (
+    DEFAULT_FORWARDING,
+    AttemptPlan,
+    Avoidance,
+    Forwarding,
+    LoadBook,
+    closer_known,
+)
 from swarm.net.push_batches import BatchPushes
 from swarm.net.push_requests import PushFailed
 
@@ -113,6 +120,9 @@ class PushSync:
         origin_attempts: int = 5,
         hedge_after: float = 0.25,
         avoidance: Avoidance | None = None,
+        loads: LoadBook | None = None,
+        forwarding: Forwarding = DEFAULT_FORWARDING,
+        record: Callable[[bytes], None] = lambda address: None,
         known: Callable[[], Iterable[bytes]] = lambda: (),
         credible_within: int = 5,
     ) -> None:
@@ -128,6 +138,9 @@ class PushSync:
         self.origin_attempts = origin_attempts  # peers the uploader tries at most per push
         self.policy = HedgePolicy(timeout=timeout, hedge_after=hedge_after)
         self.avoidance = avoidance if avoidance is not None else Avoidance()
+        self.loads = loads if loads is not None else LoadBook()  # requests in flight per peer
+        self.forwarding = forwarding
+        self._record = record  # each request this node sends on, by its address (the table's bin load)
         self._known = known  # the overlays this node knows (its address book), itself aside
         self.credible_within = credible_within  # a storer must be among the nodes we know this close
         self._serving: dict[bytes, int] = {}
@@ -197,12 +210,15 @@ class PushSync:
         check: bool,
         near: int | None = None,
     ) -> tuple[bytes, PushReceipt]:
+        self._record(chunk.address)
         plan = AttemptPlan(
             chunk.address,
             self.overlay,
             self.origin_attempts if origin is None else self.attempts,
             farther_ok=origin is None,
             exclude=exclude if origin is None else exclude | {origin},
+            rule=self.forwarding,
+            loads=self.loads,
         )
 
         async def attempt(peer: PushPeer, deadline: float) -> tuple[bytes, PushReceipt]:

@@ -1,18 +1,17 @@
 """Retrieval: getting a chunk this node does not hold, and serving peers' requests, hop by hop.
 
 Whom to ask is `swarm.net.peer_choice`'s rule: the closest connected peer not yet asked for this
-request, then the next closest, up to a bounded number of attempts; a forwarding node asks only
-peers strictly closer to the chunk than itself (and never the peer that asked), so every hop
-gets closer and no request loops, while the node's own requests may also ask farther peers (in a
-small swarm the holder is often farther from a chunk than the node asking). A miss (not found,
-a refusal, a peer that went away, no answer) moves on to the next peer at once; an attempt
-silent for ``hedge_after`` gets a parallel one, and the first good answer wins
-(`swarm.net.hedged`). A peer that left a request unanswered is tried last for a while. Nothing
-waits past the request's deadline. The data that comes back is verified (BMT) at every hop, and
-a peer that sends invalid data is dropped. Chunks that come back are not stored, but kept in a
-bounded in-memory LRU cache (`localstore.cache`), which answers later requests for them, the
-node's users' and the peers', without crossing the network again; concurrent requests for one
-chunk share a single trip. Retrieval traffic uses the outbox's most urgent class.
+request (among equally close ones the least loaded), then the next, up to a bounded number of
+attempts; a forwarding node asks only peers strictly closer to the chunk than itself (never the
+peer that asked), so no request loops, while the node's own requests may also ask farther peers
+(in a small swarm the holder is often farther from a chunk than the node asking). A miss moves on
+to the next peer at once; an attempt silent for ``hedge_after`` gets a parallel one, and the
+first good answer wins (`swarm.net.hedged`). A peer that left a request unanswered is tried last
+for a while. Nothing waits past the request's deadline. The data that comes back is verified
+(BMT) at every hop, and a peer that sends invalid data is dropped. Chunks that come back are not
+stored but kept in a bounded in-memory LRU cache (`localstore.cache`) that answers later requests
+for them without the network; concurrent requests for one chunk share a single trip.
+Retrieval traffic uses the outbox's most urgent class.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, Re
 from streamer.outbox import Priority
 from streamer.requests import NO_ANSWER, RetrieveFailed
 from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
-from swarm.net.peer_choice import AttemptPlan, Avoidance
+from swarm.net.peer_choice import DEFAULT_FORWARDING, AttemptPlan, Avoidance, Forwarding, LoadBook
 
 log = logging.getLogger(__name__)
 
@@ -108,18 +107,23 @@ class Retrieval:
         hedge_after: float = HEDGE_AFTER,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         avoidance: Avoidance | None = None,
+        loads: LoadBook | None = None,
+        forwarding: Forwarding = DEFAULT_FORWARDING,
+        record: Callable[[bytes], None] = lambda address: None,
     ) -> None:
         self.overlay = overlay
         self._store_get = store_get
         self._peers = peers
         self.cache = ChunkCache(cache_bytes)
-        # requests under way, by chunk address and whether they are this node's own
-        self._flights: dict[tuple[bytes, bool], _Flight] = {}
+        self._flights: dict[tuple[bytes, bool], _Flight] = {}  # by address and whether our own
         self.hop_limit = hop_limit
         self.attempts = attempts  # peers a forwarding node asks at most
         self.origin_attempts = origin_attempts  # peers this node asks at most for its own users
         self.policy = HedgePolicy(timeout=timeout, hedge_after=hedge_after)
         self.avoidance = avoidance if avoidance is not None else Avoidance()
+        self.loads = loads if loads is not None else LoadBook()  # requests in flight per peer
+        self.forwarding = forwarding
+        self._record = record  # each request sent on, by address (the bin load of the table)
         self._serving: dict[bytes, int] = {}
         self._open_ids: dict[bytes, set[int]] = {}  # per peer: request IDs being answered
         self.served = 0
@@ -255,12 +259,15 @@ class Retrieval:
     async def _ask_peers(self, address: bytes, *, hop_limit: int, origin: bytes | None) -> Chunk:
         """Ask peers as `peer_choice` says, hedged (`swarm.net.hedged`); verify what comes back."""
         own_request = origin is None
+        self._record(address)
         plan = AttemptPlan(
             address,
             self.overlay,
             self.origin_attempts if own_request else self.attempts,
             farther_ok=own_request,
             exclude=frozenset() if origin is None else frozenset({origin}),
+            rule=self.forwarding,
+            loads=self.loads,
         )
 
         async def attempt(peer: RetrievalPeer, deadline: float) -> Chunk:

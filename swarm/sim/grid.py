@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from kademlia.forwarding import get_forwarding
 from pot import MAX_PO
 
 __all__ = [
@@ -51,7 +52,9 @@ class SimParams:
     memory than a simulation of 16,384 nodes can hold, and more candidates than a bin of ``saturation``
     peers needs). ``gossip_bin_size``: peers named per bin in an announcement (bee's
     ``BroadcastBinSize``: 2 in earlier releases, 4 now; with bounded address books 2 fills them as well,
-    the same known peers, connections and gaps at 4,096 nodes, for 28 % less time).
+    the same known peers, connections and gaps at 4,096 nodes, for 28 % less time). ``forwarding``: the
+    next-hop rule of ``kademlia.forwarding`` (``closest``: greedy; ``spread``: the least recently used
+    of the equally close peers; ``spreadK``: of those within K POs of the closest).
     """
 
     seed: int = 1
@@ -66,6 +69,7 @@ class SimParams:
     bootnodes: int = 4
     gossip_bin_size: int = 2
     known_per_bin: int = 16
+    forwarding: str = "closest"
 
     def __post_init__(self) -> None:
         if self.known is not None and not 0.0 < self.known <= 1.0:
@@ -86,6 +90,7 @@ class SimParams:
             raise ValueError(f"the gossip bin size must be at least 1, got {self.gossip_bin_size}")
         if self.known_per_bin < 1:
             raise ValueError(f"known peers per bin must be at least 1, got {self.known_per_bin}")
+        get_forwarding(self.forwarding)
 
     @property
     def gossip(self) -> bool:

@@ -2,10 +2,12 @@
 
 Definitions (also in docs/simulation.md):
 
-- **Greedy routing**: a request for ``target`` held by node ``v`` goes to the member of ``v``'s connected
-  pot *with its own address* closest to ``target`` by XOR (``Pot.nearest``); when that is ``v`` itself no
-  peer is closer and the request stops at ``v``. Hops = forwards made. The lookup *misses* (``failed``)
-  when it stops anywhere but at the online node closest to ``target``.
+- **Greedy routing**: a request for ``target`` held by node ``v`` goes to the peer that
+  ``kademlia.forwarding.pick_peer`` names under the network's rule, the node's own function: with
+  ``closest``, the connected peer closest to ``target`` by XOR, and with ``spread`` rules the least
+  recently used of the equally (or nearly) close ones, as ``v`` remembers them; only peers closer to
+  ``target`` than ``v`` count, and when there is none the request stops at ``v``. Hops = forwards
+  made. The lookup *misses* (``failed``) when it stops anywhere but at the online node closest to ``target``.
 - **Storage**: a node is responsible for the chunks of its neighbourhood, those at PO >= its depth from
   it (the sync rule's area); its *storage share* is that fraction of all chunks, ``2 ** -depth``. Which
   nodes actually hold a chunk is ``swarm.sim.storage``; a chunk's *replication* is how many do.
@@ -32,6 +34,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kademlia import PeerTable
+from kademlia.forwarding import pick_peer
 from pot import proximity
 
 from .network import SimNetwork
@@ -86,14 +89,20 @@ def route(net: SimNetwork, origin: int, target: bytes, holders: Collection[int] 
     ``holders``: the nodes holding the chunk at ``target`` (``swarm.sim.storage``); None: every node
     responsible for it (PO >= its depth) holds it.
     """
-    tables = net.tables
-    index = net.index
+    tables, index, overlays, rule = net.tables, net.index, net.overlays, net.forwarding
     path = [origin]
     current = origin
-    while True:
-        best = tables[current].connected_pot().nearest(target)
-        if best == net.overlays[current]:
+    while overlays[current] != target:
+        # every peer closer to the target than this node is in the target's bin or a deeper one
+        table = tables[current]
+        peers = [p for po in range(table.bin_of(target), table.max_po + 1) for p in table.connected(po)]
+        loads = net.loads[current]
+        best = pick_peer(target, overlays[current], peers, rule=rule, loads=loads)
+        if best is None:
             break
+        table.requests.record(table.bin_of(target))  # the load the ``loaded`` strategy weighs
+        loads.started(best)
+        loads.finished(best)
         current = index[best]
         path.append(current)
     stored_at = -1

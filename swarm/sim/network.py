@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kademlia import PeerTable, SuggestionStrategy, suggest_peer
+from kademlia.forwarding import FORWARDING, Forwarding, LoadBook
 from pot import Pot
 
 __all__ = ["SimNetwork"]
@@ -46,14 +47,17 @@ class SimNetwork:
         neighbourhood_size: int,
         max_po: int,
         announce: Announce | None = None,
+        forwarding: Forwarding = FORWARDING["closest"],
     ) -> None:
         self.strategy = strategy
         self.saturation = saturation
         self.neighbourhood_size = neighbourhood_size
         self.max_po = max_po
         self.announce = announce
+        self.forwarding = forwarding  # the next-hop rule of lookups (swarm.sim.metrics.route)
         self.overlays: list[bytes] = []
         self.tables: list[PeerTable] = []
+        self.loads: list[LoadBook] = []  # per node, the peers it forwarded to (least recently used)
         self.index: dict[bytes, int] = {}
         self.online: list[bool] = []
         self.online_pot = Pot()
@@ -95,6 +99,7 @@ class SimNetwork:
         )
         self.overlays.append(overlay)
         self.tables.append(table)
+        self.loads.append(LoadBook())
         self.index[overlay] = i
         self.online.append(True)
         self.online_pot = self.online_pot.add(overlay)

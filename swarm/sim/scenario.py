@@ -29,6 +29,7 @@ import random
 from collections.abc import Callable
 
 from kademlia import get_strategy
+from kademlia.forwarding import get_forwarding
 
 from .gossip import Hive
 from .grid import GridKey, SimParams, derived_seed, overlay_of
@@ -71,6 +72,7 @@ class _Population:
             neighbourhood_size=params.neighbourhood_size,
             max_po=params.max_po,
             announce=self.hive,
+            forwarding=get_forwarding(params.forwarding),
         )
         self.bootnodes = min(params.bootnodes, key.nodes)
 
