@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from pot import Cover, Pot, biggest_covered_gap, hottest_covered_gap
+from pot import Cover, Gap, Pot, biggest_covered_gap, hottest_covered_gap
 
 from .table import PeerTable
 
@@ -133,18 +133,9 @@ class HottestStrategy:
     name = "hottest"
 
     def pick(self, table: PeerTable, bins: Sequence[int], is_callable: IsCallable) -> bytes | None:
-        best: tuple[tuple[int, int, bytes], bytes] | None = None
-        for po in bins:
-            cover = _cover_in_bin(table, po, is_callable, hottest_covered_gap)
-            if cover is None:
-                continue
-            if not table.connected(po):
-                return cover.candidate
-            gap = cover.gap
-            rank = (gap.serving << (gap.po + 1), gap.po, gap.anchor)
-            if best is None or rank < best[0]:
-                best = rank, cover.candidate
-        return None if best is None else best[1]
+        return _first_empty_else_best(
+            table, bins, is_callable, lambda po, gap: (gap.serving << (gap.po + 1), gap.po, gap.anchor)
+        )
 
 
 class LoadedStrategy:
@@ -155,19 +146,32 @@ class LoadedStrategy:
     name = "loaded"
 
     def pick(self, table: PeerTable, bins: Sequence[int], is_callable: IsCallable) -> bytes | None:
-        best: tuple[tuple[float, int, bytes], bytes] | None = None
-        for po in bins:
-            cover = _cover_in_bin(table, po, is_callable, hottest_covered_gap)
-            if cover is None:
-                continue
-            if not table.connected(po):
-                return cover.candidate
-            gap = cover.gap
+        def rank(po: int, gap: Gap) -> tuple[float, int, bytes]:
             heat = table.requests.weight(po) * 2.0 ** (po - gap.po) / gap.serving
-            rank = (-heat, gap.po, gap.anchor)
-            if best is None or rank < best[0]:
-                best = rank, cover.candidate
-        return None if best is None else best[1]
+            return (-heat, gap.po, gap.anchor)
+
+        return _first_empty_else_best(table, bins, is_callable, rank)
+
+
+def _first_empty_else_best(
+    table: PeerTable,
+    bins: Sequence[int],
+    is_callable: IsCallable,
+    rank: Callable[[int, Gap], tuple[float, int, bytes]],
+) -> bytes | None:
+    """The candidate of the first bin (of `bins`) with no connected peer, else the one covering
+    the hottest covered gap of least `rank` (given the bin and the gap) across the bins."""
+    best: tuple[tuple[float, int, bytes], bytes] | None = None
+    for po in bins:
+        cover = _cover_in_bin(table, po, is_callable, hottest_covered_gap)
+        if cover is None:
+            continue
+        if not table.connected(po):
+            return cover.candidate
+        ranked = rank(po, cover.gap)
+        if best is None or ranked < best[0]:
+            best = ranked, cover.candidate
+    return None if best is None else best[1]
 
 
 STRATEGIES: dict[str, SuggestionStrategy] = {
