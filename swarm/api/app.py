@@ -33,7 +33,15 @@ from swarm.api.byteranges import RangeNotSatisfiable, parse_range
 from swarm.api.bzz import bzz_routes
 from swarm.api.dashboard import dashboard_routes
 from swarm.api.downloads import FileTooLarge, TreeResponse, file_response, range_headers
-from swarm.api.input import HttpError, error_response, flag, parse_address, read_body, tag_header
+from swarm.api.input import (
+    HttpError,
+    error_response,
+    flag,
+    parse_address,
+    parse_reference,
+    read_body,
+    tag_header,
+)
 from swarm.api.live import live_routes
 from swarm.api.messaging import messaging_routes
 from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -49,7 +57,7 @@ from swarm.api.stewardship import stewardship_routes
 from swarm.api.upload_postage import UploadPostage
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
 from swarm.files.chunker import CorruptTree
-from swarm.files.transfer import Upload
+from swarm.files.transfer import Upload, tree_fetch
 from swarm.live.gsoc import Gsoc
 from swarm.live.service import LiveService
 from swarm.net.retrieval import ChunkUnavailable
@@ -227,7 +235,7 @@ def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage
             postage.stamp(batch, chunks)  # a 402 before an immutable batch's overflow is stored
             session.store(chunks)
 
-        upload = Upload(stamp_and_store)
+        upload = Upload(stamp_and_store, encrypt=flag(request, "swarm-encrypt"))
         try:
             async for piece in request.stream():
                 upload.feed(piece)
@@ -236,17 +244,18 @@ def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage
             raise
         reference = upload.finish()
         pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
-        receipts = await uploads.finish(session, reference, pin=pin, wait=wait)
+        # an encrypted file is pinned (and tagged) by its root chunk's address, as Bee does
+        receipts = await uploads.finish(session, reference[:32], pin=pin, wait=wait)
         body = {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
         return JSONResponse(body, status_code=201, headers={"swarm-tag": str(session.tag.uid)})
         # -- end of receipts and pins
 
     async def get_bytes(request: Request) -> Response | TreeResponse:
-        reference = parse_address(request.path_params["reference"])
+        reference = parse_reference(request.path_params["reference"])
         try:
             return await file_response(
                 reference,
-                retrieval.get,
+                tree_fetch(reference, retrieval.get),
                 head=request.method == "HEAD",
                 range=request.headers.get("range"),
             )
