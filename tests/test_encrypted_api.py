@@ -66,7 +66,7 @@ async def test_encrypted_upload_and_download(tmp_path: Path, monkeypatch: pytest
 
 async def test_unknown_and_malformed_encrypted_references(tmp_path: Path) -> None:
     with trio.fail_after(60):
-        async with api(tmp_path / "a") as (node, client):
+        async with api(tmp_path / "a") as (_, client):
             ref = bytes.fromhex(
                 (await client.post("/bytes", content=b"secret", headers=ENCRYPT)).json()["reference"]
             )
