@@ -1,0 +1,30 @@
+// Encrypted uploads through bee-js 12.1.0 across two real nodes, for tests/test_beejs_encrypted.py.
+//
+// Usage: node encrypted.cjs URL_OF_WRITER URL_OF_READER  (prints one JSON object)
+// Each payload is uploaded with {encrypt: true} at the writer and downloaded by bee-js at the
+// reader (which retrieves the encrypted chunks from the writer and decrypts them).
+'use strict'
+
+const { Bee } = require('@ethersphere/bee-js')
+
+async function main() {
+  const [writerUrl, readerUrl] = process.argv.slice(2)
+  const writer = new Bee(writerUrl)
+  const reader = new Bee(readerUrl)
+  const batch = await writer.createPostageBatch('500000000', 20)
+  const out = {}
+  // one chunk; three chunks under one intermediate; 70 chunks, two levels of 64-reference chunks
+  for (const size of [5, 10000, 70 * 4096 + 17]) {
+    const payload = Buffer.alloc(size)
+    for (let i = 0; i < size; i++) payload[i] = (i * 31 + 7) % 251
+    const made = await writer.uploadData(batch, payload, { encrypt: true })
+    const back = Buffer.from((await reader.downloadData(made.reference)).toUint8Array())
+    out[size] = { reference: made.reference.toHex(), same: back.equals(payload) }
+  }
+  process.stdout.write(JSON.stringify(out))
+}
+
+main().catch(error => {
+  process.stderr.write(String(error && error.stack ? error.stack : error))
+  process.exit(1)
+})
