@@ -33,6 +33,7 @@ from swarm.api.byteranges import RangeNotSatisfiable, parse_range
 from swarm.api.bzz import bzz_routes
 from swarm.api.dashboard import dashboard_routes
 from swarm.api.downloads import FileTooLarge, TreeResponse, file_response, range_headers
+from swarm.api.grantees import Grantees, grantee_routes
 from swarm.api.input import (
     HttpError,
     error_response,
@@ -123,6 +124,9 @@ class Node(Protocol):
     @property
     def sessions(self) -> PeerSessions: ...
 
+    @property
+    def grantees(self) -> Grantees: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +158,7 @@ def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
         ),
         *messaging_routes(node.live, node.gsoc, postage),  # PSS and GSOC
         *space_routes(node.spaces),  # spaces: swarm/api/spaces.py
+        *grantee_routes(node.grantees, node.uploads, postage),  # ACT grantee lists: swarm/api/grantees.py
     ]
     app = Starlette(
         routes=routes,
