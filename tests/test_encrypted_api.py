@@ -1,6 +1,7 @@
-"""POST /bytes with `Swarm-Encrypt: true` and GET /bytes/{128 hex}: a node (in this process,
-served on loopback) stores encrypted files as Bee does and reads them back, whole, by range and
-streamed after the status line; a missing or unknown chunk is a 404, a bad reference a 400."""
+"""POST /bytes and /bzz with `Swarm-Encrypt: true`, GET /bytes/{128 hex} and /bzz/{128 hex}/: a
+node (in this process, served on loopback) stores encrypted files and manifests as Bee does and
+reads them back, whole, by range and streamed after the status line; a missing or unknown chunk
+is a 404, a bad reference a 400."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from swarm.api import downloads
 from swarm.files.encryption import open_encrypted
 from swarm.node import Node
 from swarm.testing import node_config, start_node
+from tests.test_bzz_api import tar_of
 
 DATA = random.Random(11).randbytes(600_000)  # 147 data chunks: root -> 3 intermediates (64 refs each)
 ENCRYPT = {"swarm-encrypt": "true"}
@@ -85,3 +87,36 @@ async def test_unknown_and_malformed_encrypted_references(tmp_path: Path) -> Non
             # the encrypted chunk itself is an ordinary chunk, served as stored
             raw = await client.get(f"/chunks/{ref[:32].hex()}")
             assert raw.status_code == 200 and Chunk(ref[:32], raw.content).span != len(b"secret")
+
+
+async def test_encrypted_bzz_file_and_site(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with api(tmp_path / "a") as (_, client):
+            one = await client.post(
+                "/bzz?name=notes.txt",
+                content=b"secret notes",
+                headers={**ENCRYPT, "content-type": "text/plain"},
+            )
+            assert one.status_code == 201, one.text
+            ref = one.json()["reference"]
+            assert len(ref) == 128
+            got = await client.get(f"/bzz/{ref}/")
+            assert got.status_code == 200 and got.content == b"secret notes"
+            assert got.headers["content-type"] == "text/plain"
+            assert (await client.get(f"/bzz/{ref}/notes.txt")).content == b"secret notes"
+            # the manifest's root node is stored encrypted: its chunk shows no path
+            raw = await client.get(f"/chunks/{ref[:64]}")
+            assert raw.status_code == 200 and b"notes.txt" not in raw.content
+
+            site = {"index.html": b"<html>home</html>", "docs/a.txt": b"page a" * 2000}
+            made = await client.post(
+                "/bzz",
+                content=tar_of(site),
+                headers={**ENCRYPT, "swarm-collection": "true", "swarm-index-document": "index.html"},
+            )
+            assert made.status_code == 201, made.text
+            sref = made.json()["reference"]
+            assert len(sref) == 128
+            assert (await client.get(f"/bzz/{sref}/")).content == site["index.html"]
+            assert (await client.get(f"/bzz/{sref}/docs/a.txt")).content == site["docs/a.txt"]
+            assert (await client.get(f"/bzz/{sref}/nothing")).status_code == 404

@@ -4,6 +4,7 @@ intermediate chunk) and tampering."""
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -21,6 +22,9 @@ from swarm.files.encryption import (
     transcrypt,
 )
 from swarm.files.joiner import join_sync
+from swarm.manifest.nodes import decode_node
+from swarm.manifest.reader import ManifestReader
+from swarm.manifest.trie import Entry, save
 
 # ethersphere/bee pkg/encryption/encryption_test.go: TestEncryptDataLengthEqualsPadding encrypts
 # 4096 zero bytes with this key, padding 4096, counter 0; the head and tail of its expected hex.
@@ -133,3 +137,28 @@ def test_wrong_key_or_tampered_chunk_is_refused() -> None:
         read(root, store)
     with pytest.raises(InvalidChunk, match="instead"):
         open_encrypted(store[root[:32]], victim + root[32:])
+
+
+async def test_encrypted_manifest_reads_back_and_its_nodes_hold_64_byte_references() -> None:
+    entries = {
+        b"/": Entry(bytes(32), {"website-index-document": "index.html"}),
+        b"index.html": Entry(bytes(range(64)), {"Content-Type": "text/html"}),
+        b"a/long/path/" + b"x" * 40: Entry(bytes(range(1, 65))),
+    }
+    saved = save(entries, os.urandom(32), encrypt=True)
+    assert len(saved.reference) == ENCRYPTED_REF_SIZE
+    store = {chunk.address: chunk for chunk in saved.chunks}
+    assert all(len(chunk.data) == 8 + CHUNK_SIZE for chunk in saved.chunks)
+
+    reader = ManifestReader(lambda ref: _async(read_encrypted(ref, store)), saved.reference)
+    assert await reader.entries() == entries
+    root = decode_node(saved.nodes[saved.reference])
+    assert len(root.target) == 64 and all(len(f.ref) == 64 for f in root.forks.values())
+
+
+def read_encrypted(ref: bytes, store: dict[bytes, Chunk]) -> bytes:
+    return read(ref, store)
+
+
+async def _async(value: bytes) -> bytes:
+    return value
