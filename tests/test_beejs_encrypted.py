@@ -1,5 +1,6 @@
 """bee-js 12.1.0 uploads with `{encrypt: true}` at one `swarm node` process and downloads at
-another (tests/js/encrypted.cjs): 64-byte references, and the reader decrypts what it retrieved."""
+another (tests/js/encrypted.cjs): 64-byte references, and the reader decrypts what it retrieved,
+bytes (`uploadData`) and a file under an encrypted manifest (`uploadFile`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ def two_nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
 def test_bee_js_encrypted_upload_is_read_at_another_node(two_nodes: list[NodeProcess]) -> None:
     writer, reader = two_nodes
     out = run_bee_js("encrypted.cjs", writer.api, reader.api)
+    file = out.pop("file")
+    assert len(file["reference"]) == 128
+    assert file | {"reference": ""} == {
+        "reference": "",
+        "name": "notes.txt",
+        "contentType": "text/plain",
+        "text": "encrypted notes",
+    }
     assert set(out) == {"5", "10000", str(70 * 4096 + 17)}
     for size, got in out.items():
         assert got["same"] is True, size

@@ -21,6 +21,10 @@ async function main() {
     const back = Buffer.from((await reader.downloadData(made.reference)).toUint8Array())
     out[size] = { reference: made.reference.toHex(), same: back.equals(payload) }
   }
+  // a file under an encrypted manifest: uploadFile at the writer, downloadFile at the reader
+  const file = await writer.uploadFile(batch, Buffer.from('encrypted notes'), 'notes.txt', { encrypt: true, contentType: 'text/plain' })
+  const got = await reader.downloadFile(file.reference)
+  out.file = { reference: file.reference.toHex(), name: got.name, contentType: got.contentType, text: got.data.toUtf8() }
   process.stdout.write(JSON.stringify(out))
 }
 
