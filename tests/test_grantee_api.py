@@ -9,10 +9,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 import trio
 
 from chunks.ethkey import Secp256k1Key
-from swarm.act.records import decode_act, session_key
+from swarm.act.records import ActNotFound, compressed, decode_act, session_key
+from swarm.act.service import GranteeService
 from swarm.files.encryption import transcrypt
 from swarm.files.transfer import read_file, tree_fetch
 from swarm.manifest.reader import ManifestReader
@@ -137,3 +139,56 @@ async def test_bad_requests_are_named(tmp_path: Path) -> None:
                 headers={"swarm-act-history-address": empty.json()["historyref"]},
             )
             assert revoke_empty.status_code == 400 and "empty grantee list" in revoke_empty.json()["message"]
+
+
+async def test_act_upload_and_download(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with api(tmp_path / "a") as (node, client):
+            publisher = compressed(node.grantees.publisher).hex()
+            made = (await client.post("/grantee", json={"grantees": [hexkey(BOB)]})).json()
+            up = await client.post(
+                "/bytes",
+                content=b"for bob",
+                headers={"swarm-act": "true", "swarm-act-history-address": made["historyref"]},
+            )
+            assert up.status_code == 201, up.text
+            encrypted = up.json()["reference"]
+            assert up.headers["swarm-act-history-address"] == made["historyref"]
+            act_headers = {"swarm-act-publisher": publisher, "swarm-act-history-address": made["historyref"]}
+            own = await client.get(f"/bytes/{encrypted}", headers=act_headers)  # the publisher reads it
+            assert own.status_code == 200 and own.content == b"for bob"
+            plain = await client.get(f"/bytes/{encrypted}")  # without the headers: not the file
+            assert plain.content != b"for bob"
+
+            # Bob, at another node, finds the access key with his own key; Carol does not
+            bob = GranteeService(BOB, node.retrieval.get)
+            carol = GranteeService(CAROL, node.retrieval.get)
+            history = bytes.fromhex(made["historyref"])
+            reference = await bob.decrypt_reference(
+                bytes.fromhex(encrypted), node.grantees.publisher, history
+            )
+            assert (await client.get(f"/bytes/{reference.hex()}")).content == b"for bob"
+            with pytest.raises(ActNotFound):
+                await carol.decrypt_reference(bytes.fromhex(encrypted), node.grantees.publisher, history)
+
+            # no history named: a new one, whose ACT holds the publisher only
+            alone = await client.post("/bytes", content=b"mine", headers={"swarm-act": "true"})
+            new_history = alone.headers["swarm-act-history-address"]
+            assert new_history != made["historyref"]
+            mine = await client.get(
+                f"/bytes/{alone.json()['reference']}",
+                headers={"swarm-act-publisher": publisher, "swarm-act-history-address": new_history},
+            )
+            assert mine.content == b"mine"
+            with pytest.raises(ActNotFound):
+                await bob.decrypt_reference(
+                    bytes.fromhex(alone.json()["reference"]),
+                    node.grantees.publisher,
+                    bytes.fromhex(new_history),
+                )
+            stranger = await client.get(
+                f"/bytes/{encrypted}", headers={**act_headers, "swarm-act-publisher": hexkey(CAROL)}
+            )
+            assert (
+                stranger.status_code == 404 and "act or history entry not found" in stranger.json()["message"]
+            )

@@ -83,7 +83,7 @@ class GranteeService:
             act = self._new_act()
         else:
             entries = await ManifestReader(self._read, history).entries()
-            act = decode_act(await self._read(history_lookup(entries, now).reference))
+            act = decode_act(await self._read(history_lookup(entries, now).reference))  # as _act_at
         grantees = [] if encrypted_ref is None else await self.grantees(encrypted_ref)
         grantees = add_grantees(grantees, add)
         to_add = list(add)
@@ -103,6 +103,33 @@ class GranteeService:
         store(saved.chunks)
         return new_encrypted, saved.reference
 
+    async def encrypt_reference(
+        self, store: Store, reference: bytes, history: bytes | None
+    ) -> tuple[bytes, bytes]:
+        """Bee's `UploadHandler`: `reference` encrypted with the access key of the ACT the history
+        names for now, and the history's reference (a new history and ACT when `history` is None)."""
+        if history is None:
+            act = self._new_act()
+            act_ref = self._save(store, encode_act(act))
+            saved = save({history_path(int(self._clock())): Entry(act_ref)})
+            store(saved.chunks)
+            history = saved.reference
+        else:
+            act = await self._act_at(history, int(self._clock()))
+        return transcrypt(self._access_key(act, self._publisher), reference), history
+
+    async def decrypt_reference(
+        self, encrypted: bytes, publisher: bytes, history: bytes, timestamp: int | None = None
+    ) -> bytes:
+        """Bee's `DownloadHandler`: the reference a grantee (this node) decrypts with the access
+        key its entry of `publisher`'s ACT (at `timestamp`, default now) holds; ActNotFound if none."""
+        act = await self._act_at(history, int(self._clock()) if timestamp is None else timestamp)
+        return transcrypt(self._access_key(act, publisher), encrypted)
+
+    async def _act_at(self, history: bytes, timestamp: int) -> dict[bytes, bytes]:
+        entries = await ManifestReader(self._read, history).entries()
+        return decode_act(await self._read(history_lookup(entries, timestamp).reference))
+
     def _new_act(self) -> dict[bytes, bytes]:
         act: dict[bytes, bytes] = {}
         self._grant(act, self._publisher, os.urandom(KEY_SIZE))
@@ -112,11 +139,14 @@ class GranteeService:
         lookup = session_key(self._key, grantee, b"\x00")
         act[lookup] = transcrypt(session_key(self._key, grantee, b"\x01"), access_key)
 
-    def _access_key(self, act: dict[bytes, bytes]) -> bytes:
-        encrypted = act.get(session_key(self._key, self._publisher, b"\x00"))
+    def _access_key(self, act: dict[bytes, bytes], publisher: bytes | None = None) -> bytes:
+        """The access key this node's entry of `publisher`'s ACT holds (ECDH of this node's key
+        with the publisher's: the same keys the publisher derived for this node)."""
+        other = self._publisher if publisher is None else publisher
+        encrypted = act.get(session_key(self._key, other, b"\x00"))
         if encrypted is None:
             raise ActNotFound("the ACT holds no access key for this node")
-        return transcrypt(session_key(self._key, self._publisher, b"\x01"), encrypted)
+        return transcrypt(session_key(self._key, other, b"\x01"), encrypted)
 
     def _save(self, store: Store, data: bytes, *, encrypt: bool = False) -> bytes:
         upload = Upload(store, encrypt=encrypt)

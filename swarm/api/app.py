@@ -26,6 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from chunks import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
 from chunks.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
 from chunks.soc import parse_soc
+from swarm.act.service import GranteeService
+from swarm.api.act import ActReferences, act_download_reference, act_upload_reference
 from swarm.api.bee import soc_and_feed_routes
 from swarm.api.bee_status import status_routes
 from swarm.api.bee_types import BeeBackend
@@ -33,7 +35,7 @@ from swarm.api.byteranges import RangeNotSatisfiable, parse_range
 from swarm.api.bzz import bzz_routes
 from swarm.api.dashboard import dashboard_routes
 from swarm.api.downloads import FileTooLarge, TreeResponse, file_response, range_headers
-from swarm.api.grantees import Grantees, grantee_routes
+from swarm.api.grantees import grantee_routes
 from swarm.api.input import (
     HttpError,
     error_response,
@@ -125,7 +127,7 @@ class Node(Protocol):
     def sessions(self) -> PeerSessions: ...
 
     @property
-    def grantees(self) -> Grantees: ...
+    def grantees(self) -> GranteeService: ...
 
 
 log = logging.getLogger(__name__)
@@ -137,7 +139,7 @@ def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
     postage = UploadPostage(node.postage)
     routes = [
         *chunk_routes(node.retrieval, node.store, node.upload_chunks, postage),
-        *file_routes(node.uploads, node.retrieval, postage),
+        *file_routes(node.uploads, node.retrieval, postage, node.grantees),
         *bzz_routes(node.uploads, node.retrieval.get, postage),  # files and websites: swarm/api/bzz.py
         *report_routes(node.statistics, node.equivocations),
         *reserve_routes(node.uploads),  # uploads' tags and pins
@@ -227,8 +229,11 @@ def chunk_routes(
     ]
 
 
-def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage) -> list[Route]:
-    """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}."""
+def file_routes(
+    uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage, act: ActReferences
+) -> list[Route]:
+    """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}; `Swarm-Act`
+    headers as Bee's (swarm/api/act.py)."""
 
     async def post_bytes(request: Request) -> Response:
         batch = postage.batch(request)
@@ -248,15 +253,19 @@ def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage
             exc.add_note(f"upload cut short after {upload.size} bytes ({upload.chunks} chunks stored)")
             raise
         reference = upload.finish()
+        answer, headers = await act_upload_reference(request, act, stamp_and_store, reference)
         pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
         # an encrypted file is pinned (and tagged) by its root chunk's address, as Bee does
         receipts = await uploads.finish(session, reference[:32], pin=pin, wait=wait)
-        body = {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
-        return JSONResponse(body, status_code=201, headers={"swarm-tag": str(session.tag.uid)})
+        body = {"reference": answer.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
+        headers["swarm-tag"] = str(session.tag.uid)
+        return JSONResponse(body, status_code=201, headers=headers)
         # -- end of receipts and pins
 
     async def get_bytes(request: Request) -> Response | TreeResponse:
-        reference = parse_reference(request.path_params["reference"])
+        reference = await act_download_reference(
+            request, act, parse_reference(request.path_params["reference"])
+        )
         try:
             return await file_response(
                 reference,
