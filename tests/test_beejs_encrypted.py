@@ -1,6 +1,7 @@
 """bee-js 12.1.0 uploads with `{encrypt: true}` at one `swarm node` process and downloads at
 another (tests/js/encrypted.cjs): 64-byte references, and the reader decrypts what it retrieved,
-bytes (`uploadData`) and a file under an encrypted manifest (`uploadFile`)."""
+bytes (`uploadData`) and a file under an encrypted manifest (`uploadFile`); and a reference
+uploaded with `{act: true}` under a grantee list naming the reader's node, which decrypts it."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ def two_nodes(tmp_path: Path) -> Iterator[list[NodeProcess]]:
 def test_bee_js_encrypted_upload_is_read_at_another_node(two_nodes: list[NodeProcess]) -> None:
     writer, reader = two_nodes
     out = run_bee_js("encrypted.cjs", writer.api, reader.api)
+    act = out.pop("act")
+    assert act["history"] is True and act["same"] is True  # granted: the reader's node decrypts it
+    assert act["withoutAct"] is not True  # without the ACT headers: not the secret
     file = out.pop("file")
     assert len(file["reference"]) == 128
     assert file | {"reference": ""} == {

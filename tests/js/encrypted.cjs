@@ -25,6 +25,25 @@ async function main() {
   const file = await writer.uploadFile(batch, Buffer.from('encrypted notes'), 'notes.txt', { encrypt: true, contentType: 'text/plain' })
   const got = await reader.downloadFile(file.reference)
   out.file = { reference: file.reference.toHex(), name: got.name, contentType: got.contentType, text: got.data.toUtf8() }
+  // access control: the reader's node is granted; the writer uploads under that history
+  const writerKey = (await writer.getNodeAddresses()).publicKey
+  const readerKey = (await reader.getNodeAddresses()).publicKey
+  const granted = await writer.createGrantees(batch, [readerKey])
+  const secret = Buffer.from('for the reader only')
+  const shared = await writer.uploadData(batch, secret, { act: true, actHistoryAddress: granted.historyref })
+  const history = shared.historyAddress.getOrThrow()
+  const opened = await reader.downloadData(shared.reference, { actPublisher: writerKey, actHistoryAddress: history })
+  let withoutAct
+  try {
+    withoutAct = Buffer.from((await reader.downloadData(shared.reference)).toUint8Array()).equals(secret)
+  } catch (error) {
+    withoutAct = String(error.message)
+  }
+  out.act = {
+    history: history.toHex() === granted.historyref.toHex(),
+    same: Buffer.from(opened.toUint8Array()).equals(secret),
+    withoutAct,
+  }
   process.stdout.write(JSON.stringify(out))
 }
 
