@@ -1,7 +1,9 @@
 """Files to chunk trees: the splitter (bytes -> chunks + root reference) and the tree's shape rules.
 
 Pure: no trio, no sockets, no disk. The tree has the shape of the Swarm reference implementation
-(bee's hashtrie writer, unencrypted, no erasure coding), so references are interoperable:
+(bee's hashtrie writer, no erasure coding), so references are interoperable (an encrypted
+file, sealed by swarm.files.encryption, has 64-byte references and so 64 to an intermediate chunk
+where this says 128; a decrypted chunk, named by its 64-byte reference, is read by the same rules):
 
 - the file is cut into data chunks of 4096 bytes, the last one shorter (an empty file is one
   empty data chunk);
