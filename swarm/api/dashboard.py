@@ -66,3 +66,4 @@ def dashboard_routes() -> list[Route]:
         Route("/dashboard", _dashboard, methods=["GET"]),
         Route("/dashboard/{name}", _asset, methods=["GET"]),
     ]
+
