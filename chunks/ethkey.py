@@ -147,6 +147,17 @@ class Secp256k1Key:
         """The 20-byte owner (Ethereum) address."""
         return self._owner
 
+    def shared_x(self, public_key: bytes) -> bytes:
+        """The x coordinate of ECDH with `public_key` (33 or 65 bytes): 32 bytes, big-endian.
+
+        Raises ValueError if `public_key` is not a point of the curve."""
+        try:
+            point = coincurve.PublicKey(public_key).multiply(self._key.secret)
+        except (ValueError, TypeError):
+            raise ValueError("not a secp256k1 public key") from None
+        x: bytes = point.format(compressed=False)[1:33]
+        return x
+
     def sign(self, data: bytes) -> bytes:
         """The Ethereum personal-message signature of ``data``: ``r || s || v``, v in {27, 28}."""
         compact: bytes = self._key.sign_recoverable(ethereum_digest(data), hasher=None)

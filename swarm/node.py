@@ -34,6 +34,7 @@ from localstore.store import LocalStore
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity
 from streamer.messages import GoodbyeCode
+from swarm.act.service import GranteeService
 from swarm.api.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.live.assembly import build_live_service
@@ -159,6 +160,7 @@ class Node:
             statistics=self.statistics,
         )
         self.postage = BatchBook(self.store, eth_key.owner, signer=eth_key)  # as Bee's dev mode
+        self.grantees = GranteeService(eth_key, self.retrieval.get)  # ACT grantee lists: /grantee
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
             eth_key,
             self.store,

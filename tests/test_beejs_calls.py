@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from chunks import bmt_address
-from chunks.ethkey import recover_owner
+from chunks.ethkey import Secp256k1Key, recover_owner
 from swarm.testing import NodeProcess, poll
 from tests.chromium import CHROMIUM, Chromium, DevToolsError
 from tests.test_beejs_vectors import JS_DIR, bee_js_modules, run_bee_js
@@ -173,6 +173,12 @@ def test_bee_js_calls_across_two_nodes_do_what_the_table_says(
     ours = subprocess.run([*cli, "--api", writer.api], capture_output=True, text=True, timeout=60, check=True)
     assert ours.stdout.strip() == streamed["reference"]  # chunk by chunk over /chunks, the same manifest
     assert out["createFeedManifest"]["value"]["same"] is True  # the feed's update, a file, through /bzz
+    # grantee lists: an encrypted list reference (64 bytes) and a history (32); add and revoke
+    signer = Secp256k1Key.from_hex("634fb5a872396d9693e5c9f9d7233cfa93f395c093371017ff44aa9ae6564cdd")
+    other = Secp256k1Key.from_hex("22" * 32)
+    assert out["createGrantees"]["value"] == {"status": 201, "ref": 128, "historyref": 64}
+    assert out["getGrantees"]["value"] == [signer.public_key_compressed.hex()]
+    assert out["patchGrantees"]["value"] == {"status": 200, "grantees": [other.public_key_compressed.hex()]}
     if "streamFiles" in out:
         assert out["streamFiles"]["value"]["files"] == ["<html>streamed</html>", "streamed notes"]
     # a stamp signed by the writer's key: bee-js verified it; so does chunks.ethkey here

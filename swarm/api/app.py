@@ -26,6 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from chunks import SPAN_SIZE, Chunk, InvalidChunk, bmt_address
 from chunks.chunk import MAX_CAC_DATA_SIZE, MAX_DATA_SIZE
 from chunks.soc import parse_soc
+from swarm.act.service import GranteeService
+from swarm.api.act import ActReferences, act_download_reference, act_upload_reference
 from swarm.api.bee import soc_and_feed_routes
 from swarm.api.bee_status import status_routes
 from swarm.api.bee_types import BeeBackend
@@ -33,7 +35,16 @@ from swarm.api.byteranges import RangeNotSatisfiable, parse_range
 from swarm.api.bzz import bzz_routes
 from swarm.api.dashboard import dashboard_routes
 from swarm.api.downloads import FileTooLarge, TreeResponse, file_response, range_headers
-from swarm.api.input import HttpError, error_response, flag, parse_address, read_body, tag_header
+from swarm.api.grantees import grantee_routes
+from swarm.api.input import (
+    HttpError,
+    error_response,
+    flag,
+    parse_address,
+    parse_reference,
+    read_body,
+    tag_header,
+)
 from swarm.api.live import live_routes
 from swarm.api.messaging import messaging_routes
 from swarm.api.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -49,7 +60,7 @@ from swarm.api.stewardship import stewardship_routes
 from swarm.api.upload_postage import UploadPostage
 from swarm.failures import PortUnavailable, bind_error, leaf_exceptions
 from swarm.files.chunker import CorruptTree
-from swarm.files.transfer import Upload
+from swarm.files.transfer import Upload, tree_fetch
 from swarm.live.gsoc import Gsoc
 from swarm.live.service import LiveService
 from swarm.net.retrieval import ChunkUnavailable
@@ -115,6 +126,9 @@ class Node(Protocol):
     @property
     def sessions(self) -> PeerSessions: ...
 
+    @property
+    def grantees(self) -> GranteeService: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +139,7 @@ def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
     postage = UploadPostage(node.postage)
     routes = [
         *chunk_routes(node.retrieval, node.store, node.upload_chunks, postage),
-        *file_routes(node.uploads, node.retrieval, postage),
+        *file_routes(node.uploads, node.retrieval, postage, node.grantees),
         *bzz_routes(node.uploads, node.retrieval.get, postage),  # files and websites: swarm/api/bzz.py
         *report_routes(node.statistics, node.equivocations),
         *reserve_routes(node.uploads),  # uploads' tags and pins
@@ -146,6 +160,7 @@ def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
         ),
         *messaging_routes(node.live, node.gsoc, postage),  # PSS and GSOC
         *space_routes(node.spaces),  # spaces: swarm/api/spaces.py
+        *grantee_routes(node.grantees, node.uploads, postage),  # ACT grantee lists: swarm/api/grantees.py
     ]
     app = Starlette(
         routes=routes,
@@ -214,8 +229,11 @@ def chunk_routes(
     ]
 
 
-def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage) -> list[Route]:
-    """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}."""
+def file_routes(
+    uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage, act: ActReferences
+) -> list[Route]:
+    """POST /bytes (a file, cut into chunks here), GET and HEAD /bytes/{reference}; `Swarm-Act`
+    headers as Bee's (swarm/api/act.py)."""
 
     async def post_bytes(request: Request) -> Response:
         batch = postage.batch(request)
@@ -227,7 +245,7 @@ def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage
             postage.stamp(batch, chunks)  # a 402 before an immutable batch's overflow is stored
             session.store(chunks)
 
-        upload = Upload(stamp_and_store)
+        upload = Upload(stamp_and_store, encrypt=flag(request, "swarm-encrypt"))
         try:
             async for piece in request.stream():
                 upload.feed(piece)
@@ -235,18 +253,23 @@ def file_routes(uploads: Uploads, retrieval: ChunkGetter, postage: UploadPostage
             exc.add_note(f"upload cut short after {upload.size} bytes ({upload.chunks} chunks stored)")
             raise
         reference = upload.finish()
+        answer, headers = await act_upload_reference(request, act, stamp_and_store, reference)
         pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
-        receipts = await uploads.finish(session, reference, pin=pin, wait=wait)
-        body = {"reference": reference.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
-        return JSONResponse(body, status_code=201, headers={"swarm-tag": str(session.tag.uid)})
+        # an encrypted file is pinned (and tagged) by its root chunk's address, as Bee does
+        receipts = await uploads.finish(session, reference[:32], pin=pin, wait=wait)
+        body = {"reference": answer.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
+        headers["swarm-tag"] = str(session.tag.uid)
+        return JSONResponse(body, status_code=201, headers=headers)
         # -- end of receipts and pins
 
     async def get_bytes(request: Request) -> Response | TreeResponse:
-        reference = parse_address(request.path_params["reference"])
+        reference = await act_download_reference(
+            request, act, parse_reference(request.path_params["reference"])
+        )
         try:
             return await file_response(
                 reference,
-                retrieval.get,
+                tree_fetch(reference, retrieval.get),
                 head=request.method == "HEAD",
                 range=request.headers.get("range"),
             )

@@ -27,7 +27,7 @@ from chunks import Chunk, InvalidChunk
 from chunks.ethkey import OWNER_SIZE
 from chunks.feeds import TOPIC_SIZE
 from swarm.api.downloads import TreeResponse
-from swarm.api.input import HttpError, error_response, flag, parse_address, parse_hex, tag_header
+from swarm.api.input import HttpError, error_response, flag, parse_hex, parse_reference, tag_header
 from swarm.api.site import Site
 from swarm.api.upload_postage import UploadPostage
 from swarm.api.uploads_bzz import store_collection, store_single_file
@@ -75,6 +75,7 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[R
     async def post_bzz(request: Request) -> Response:
         session, store = stamped_session(request)
         content_type = request.headers.get("content-type", "").strip()
+        encrypt = flag(request, "swarm-encrypt")
         if flag(request, "swarm-collection") or content_type.startswith("multipart/form-data"):
             if content_type.startswith("multipart/"):
                 raise HttpError(400, "multipart collections are not supported: send a tar archive")
@@ -83,10 +84,11 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[R
                 store,
                 request.headers.get("swarm-index-document") or None,
                 request.headers.get("swarm-error-document") or None,
+                encrypt=encrypt,
             )
         else:
             name = request.query_params.get("name", "")
-            reference = await store_single_file(request.stream(), store, name, content_type)
+            reference = await store_single_file(request.stream(), store, name, content_type, encrypt=encrypt)
         return await _created(uploads, session, reference, request)
 
     async def post_feed_manifest(request: Request) -> Response:
@@ -98,7 +100,7 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[R
         return await _created(uploads, session, saved.reference, request)
 
     async def get_bzz(request: Request) -> _Answer:
-        reference = parse_address(request.path_params["reference"])
+        reference = parse_reference(request.path_params["reference"])
         if "path" not in request.path_params:
             return RedirectResponse(str(request.url.replace(path=request.url.path + "/")), status_code=308)
         site = Site(fetch, reference)
@@ -116,6 +118,6 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[R
 
 async def _created(uploads: Uploads, session: UploadSession, reference: bytes, request: Request) -> Response:
     pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
-    receipts = await uploads.finish(session, reference, pin=pin, wait=wait)
+    receipts = await uploads.finish(session, reference[:32], pin=pin, wait=wait)  # encrypted: by address
     headers = {"swarm-tag": str(session.tag.uid), "access-control-expose-headers": "swarm-tag"}
     return JSONResponse({"reference": reference.hex(), "tag": receipts}, status_code=201, headers=headers)

@@ -76,6 +76,15 @@ def parse_address(text: str) -> bytes:
     return parse_hex(text, 32, "address")
 
 
+def parse_reference(text: str) -> bytes:
+    """A file reference: 32 bytes (64 hex characters), or 64 (128 hex) for an encrypted file
+    (its root's address, then its key)."""
+    raw = text[2:] if text[:2] in ("0x", "0X") else text
+    if len(raw) == 128:
+        return parse_hex(text, 64, "encrypted reference")
+    return parse_hex(text, 32, "reference")
+
+
 def parse_uint(text: str | None, what: str, limit: int = MAX_UINT64) -> int | None:
     """A decimal integer in ``0..limit``, None if absent or empty; a 400 naming ``what`` otherwise."""
     if text is None or text == "":

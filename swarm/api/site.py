@@ -25,7 +25,7 @@ from chunks.feeds import FeedUpdate
 from swarm.api.downloads import TreeResponse, file_response
 from swarm.api.input import HttpError
 from swarm.feeds.finder import find_latest, resolve_root
-from swarm.files.transfer import read_file
+from swarm.files.transfer import read_file, tree_fetch
 from swarm.manifest.paths import (
     CONTENT_TYPE,
     ERROR_DOCUMENT,
@@ -59,7 +59,7 @@ class Site:
         return held if held is not None else await self._network(address)
 
     async def read_node(self, reference: bytes) -> bytes:
-        return await read_file(reference, self.fetch)
+        return await read_file(reference, tree_fetch(reference, self.fetch))  # 64 bytes: decrypted
 
     async def answer(self, path: str, *, head: bool, range: str | None) -> Response | TreeResponse:
         root = await self.reader.lookup(ROOT)
@@ -114,7 +114,8 @@ class Site:
 
     async def _serve(self, entry: Entry, head: bool, range: str | None) -> Response | TreeResponse:
         metadata = entry.metadata or {}
-        response = await file_response(entry.reference, self.fetch, head=head, range=range)
+        fetch = tree_fetch(entry.reference, self.fetch)
+        response = await file_response(entry.reference, fetch, head=head, range=range)
         headers = {"content-type": metadata.get(CONTENT_TYPE) or "application/octet-stream"}
         if FILENAME in metadata:
             name = posixpath.basename(metadata[FILENAME]).replace('"', '\\"')

@@ -1,7 +1,9 @@
 """Files to chunk trees: the splitter (bytes -> chunks + root reference) and the tree's shape rules.
 
 Pure: no trio, no sockets, no disk. The tree has the shape of the Swarm reference implementation
-(bee's hashtrie writer, unencrypted, no erasure coding), so references are interoperable:
+(bee's hashtrie writer, no erasure coding), so references are interoperable (an encrypted
+file, sealed by swarm.files.encryption, has 64-byte references and so 64 to an intermediate chunk
+where this says 128; a decrypted chunk, named by its 64-byte reference, is read by the same rules):
 
 - the file is cut into data chunks of 4096 bytes, the last one shorter (an empty file is one
   empty data chunk);
@@ -23,6 +25,8 @@ this module holds the tree's shape rules that both sides share (`child_refs`, `c
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from chunks.chunk import CHUNK_SIZE, Chunk
 
 REF_SIZE = 32
@@ -36,7 +40,9 @@ __all__ = [
     "BRANCHES",
     "REF_SIZE",
     "CorruptTree",
+    "Seal",
     "Splitter",
+    "child_count",
     "child_refs",
     "children_in_range",
     "file_size",
@@ -58,15 +64,39 @@ class CorruptTree(ValueError):
 # Splitting
 
 
+class Seal(Protocol):
+    """How the splitter makes a chunk of (payload, span): the chunk to store and the reference
+    its parent holds (`ref_size` bytes long)."""
+
+    ref_size: int
+
+    def __call__(self, payload: bytes, span: int) -> tuple[Chunk, bytes]: ...
+
+
+class _PlainSeal:
+    """The chunk as it is; its reference is its address."""
+
+    ref_size = REF_SIZE
+
+    def __call__(self, payload: bytes, span: int) -> tuple[Chunk, bytes]:
+        chunk = Chunk.from_payload(payload, span=span)
+        return chunk, chunk.address
+
+
 class Splitter:
     """Incremental splitter: feed bytes, get finished chunks; `finish()` gives the root reference.
+
+    `seal` makes each chunk (plain by default; `swarm.files.encryption.EncryptingSeal` for an
+    encrypted file, whose references are 64 bytes, 64 to an intermediate chunk).
 
     Memory is bounded: at most one partial data chunk and one partial intermediate chunk
     (< 128 references) per level are held. Any split of the same input into `feed` calls yields
     the same chunks, in the same order, and the same root.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, seal: Seal | None = None) -> None:
+        self._seal: Seal = seal or _PlainSeal()
+        self._branches = CHUNK_SIZE // self._seal.ref_size
         self._buffer = bytearray()
         # _levels[i]: (address, span) of finished subtrees of up to 4096 * 128**i bytes waiting for
         # their parent (level 0: data chunks); fewer than 128 per level between calls.
@@ -121,9 +151,9 @@ class Splitter:
             level += 1
 
     def _emit_data(self, payload: bytes, out: list[Chunk]) -> None:
-        chunk = Chunk.from_payload(payload)
+        chunk, reference = self._seal(payload, len(payload))
         out.append(chunk)
-        self._push(0, (chunk.address, len(payload)), out)
+        self._push(0, (reference, len(payload)), out)
 
     def _push(self, level: int, ref: tuple[bytes, int], out: list[Chunk]) -> None:
         if level == len(self._levels):
@@ -132,16 +162,16 @@ class Splitter:
             self._levels.append([])
         refs = self._levels[level]
         refs.append(ref)
-        if len(refs) == BRANCHES:
+        if len(refs) == self._branches:
             self._wrap(level, out)
 
     def _wrap(self, level: int, out: list[Chunk]) -> None:
         refs = self._levels[level]
         self._levels[level] = []
         span = sum(span for _, span in refs)
-        chunk = Chunk.from_payload(b"".join(address for address, _ in refs), span=span)
+        chunk, reference = self._seal(b"".join(address for address, _ in refs), span)
         out.append(chunk)
-        self._push(level + 1, (chunk.address, span), out)
+        self._push(level + 1, (reference, span), out)
 
 
 def split_bytes(data: bytes) -> tuple[bytes, list[Chunk]]:
@@ -162,12 +192,17 @@ def file_size(root: Chunk) -> int:
     return root.span
 
 
-def _branch_size(span: int) -> int:
+def _branch_size(span: int, branches: int = BRANCHES) -> int:
     """Bytes under each child but the last of an intermediate chunk of this span."""
     size = CHUNK_SIZE
-    while size * BRANCHES < span:
-        size *= BRANCHES
+    while size * branches < span:
+        size *= branches
     return size
+
+
+def child_count(span: int, ref_size: int = REF_SIZE) -> int:
+    """Children of an intermediate chunk of this span (> 4096) whose references are `ref_size` long."""
+    return -(-span // _branch_size(span, CHUNK_SIZE // ref_size))
 
 
 def _zero_padded(payload: bytes, used: int) -> bool:
@@ -199,21 +234,19 @@ def child_refs(chunk: Chunk) -> list[tuple[bytes, int]]:
     if is_data_chunk(chunk):
         return []
     span, payload = chunk.span, chunk.payload
-    if len(payload) % REF_SIZE:
-        raise CorruptTree(
-            chunk.address, f"intermediate payload of {len(payload)} bytes is not a multiple of {REF_SIZE}"
-        )
-    size = _branch_size(span)
+    ref = len(chunk.address)  # 64 for a decrypted chunk, named by its address and key
+    if len(payload) % ref:
+        problem = f"intermediate payload of {len(payload)} bytes is not a multiple of {ref}"
+        raise CorruptTree(chunk.address, problem)
+    size = _branch_size(span, CHUNK_SIZE // ref)
     expected = -(-span // size)
-    count = len(payload) // REF_SIZE
-    if count > expected and _zero_padded(payload, expected * REF_SIZE):
+    count = len(payload) // ref
+    if count > expected and _zero_padded(payload, expected * ref):
         count = expected
     if count != expected:
         raise CorruptTree(chunk.address, f"span {span} needs {expected} children, chunk has {count}")
     last = span - (count - 1) * size
-    return [
-        (payload[i * REF_SIZE : (i + 1) * REF_SIZE], size if i < count - 1 else last) for i in range(count)
-    ]
+    return [(payload[i * ref : (i + 1) * ref], size if i < count - 1 else last) for i in range(count)]
 
 
 def children_in_range(chunk: Chunk, offset: int, start: int, stop: int) -> list[tuple[bytes, int, int]]:

@@ -21,6 +21,7 @@ import trio
 
 from chunks import CHUNK_SIZE, Chunk
 from swarm.files.chunker import CorruptTree, Splitter, child_refs, children_in_range
+from swarm.files.encryption import ENCRYPTED_REF_SIZE, EncryptingSeal, open_encrypted
 from swarm.files.joiner import check_chunk, join
 
 Fetch = Callable[[bytes], Awaitable[Chunk]]
@@ -240,11 +241,26 @@ async def _nursery() -> AsyncIterator[trio.Nursery]:
         raise group.exceptions[0] from None
 
 
-class Upload:
-    """Feeds bytes through the splitter and stores every finished chunk with `store`."""
+def tree_fetch(reference: bytes, fetch: Fetch) -> Fetch:
+    """The fetch that reads the tree at `reference`: `fetch` itself for a plain (32-byte) one;
+    for an encrypted (64-byte) one, a fetch by reference (address || key) that fetches the chunk
+    by its address, checks it against it and answers it decrypted (`DecryptedChunk`), so the
+    joiner and the checks above walk the plain tree (64-byte references) and keep their bounds."""
+    if len(reference) != ENCRYPTED_REF_SIZE:
+        return fetch
 
-    def __init__(self, store: Callable[[list[Chunk]], object]) -> None:
-        self._splitter = Splitter()
+    async def fetch_decrypted(ref: bytes) -> Chunk:
+        return open_encrypted(await fetch(ref[:32]), ref)
+
+    return fetch_decrypted
+
+
+class Upload:
+    """Feeds bytes through the splitter and stores every finished chunk with `store`; with
+    `encrypt`, each chunk is encrypted as Bee's `Swarm-Encrypt: true` does (a 64-byte reference)."""
+
+    def __init__(self, store: Callable[[list[Chunk]], object], *, encrypt: bool = False) -> None:
+        self._splitter = Splitter(EncryptingSeal() if encrypt else None)
         self._store = store
         self.chunks = 0
 

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 
 __all__ = [
+    "ENCRYPTED_REF_SIZE",
     "MAX_PREFIX",
     "TYPE_EDGE",
     "TYPE_VALUE",
@@ -45,6 +46,9 @@ TYPE_WITH_METADATA = 16
 
 KEY_SIZE = 32
 REF_SIZE = 32
+ENCRYPTED_REF_SIZE = 64
+"""An encrypted manifest's references (Bee's with `Swarm-Encrypt`): address and key. A node
+whose target is 64 bytes long has forks with 64-byte references too (Bee's `refBytesSize`)."""
 MAX_PREFIX = 30
 """A fork's prefix is at most 30 bytes: with its type and length byte it fills one 32-byte word."""
 
@@ -66,8 +70,8 @@ class ForkRecord:
     def __post_init__(self) -> None:
         if not 1 <= len(self.prefix) <= MAX_PREFIX:
             raise InvalidManifest(f"fork prefix must be 1 to {MAX_PREFIX} bytes, got {len(self.prefix)}")
-        if len(self.ref) != REF_SIZE:
-            raise InvalidManifest(f"fork reference must be {REF_SIZE} bytes, got {len(self.ref)}")
+        if len(self.ref) not in (REF_SIZE, ENCRYPTED_REF_SIZE):
+            raise InvalidManifest(f"fork reference must be {REF_SIZE} or 64 bytes, got {len(self.ref)}")
         if not 0 <= self.type <= 255:
             raise InvalidManifest(f"fork type must be a byte, got {self.type}")
 
@@ -137,21 +141,22 @@ def decode_node(data: bytes) -> NodeRecord:
     with_metadata = version == VERSION_02_HASH[:31]
     reader = _Reader(body, 31)
     target = reader.take(reader.take(1)[0], "target")
+    ref_size = ENCRYPTED_REF_SIZE if len(target) == ENCRYPTED_REF_SIZE else REF_SIZE
     bitmap = reader.take(32, "fork bitmap")
     forks: dict[int, ForkRecord] = {}
     for first in range(256):
         if bitmap[first // 8] >> (first % 8) & 1:
-            forks[first] = _decode_fork(reader, first, with_metadata)
+            forks[first] = _decode_fork(reader, first, with_metadata, ref_size)
     return NodeRecord(target, forks, key)
 
 
-def _decode_fork(reader: _Reader, first: int, with_metadata: bool) -> ForkRecord:
+def _decode_fork(reader: _Reader, first: int, with_metadata: bool, ref_size: int) -> ForkRecord:
     what = f"fork {first}"
     kind, size = reader.take(2, what)
     padded = reader.take(MAX_PREFIX, what)
     if not 1 <= size <= MAX_PREFIX:
         raise InvalidManifest(f"{what}: prefix length {size} is not 1 to {MAX_PREFIX}")
-    ref = reader.take(REF_SIZE, what)
+    ref = reader.take(ref_size, what)
     metadata = None
     if with_metadata and kind & TYPE_WITH_METADATA:
         length = int.from_bytes(reader.take(2, what), "big")

@@ -18,8 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from chunks.chunk import Chunk
-from swarm.files.chunker import split_bytes
+from swarm.files.chunker import Splitter
+from swarm.files.encryption import EncryptingSeal
 from swarm.manifest.nodes import (
+    ENCRYPTED_REF_SIZE,
     MAX_PREFIX,
     REF_SIZE,
     TYPE_EDGE,
@@ -46,8 +48,13 @@ class Entry:
     metadata: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
-        if len(self.reference) != REF_SIZE:
-            raise InvalidManifest(f"an entry's reference must be {REF_SIZE} bytes, got {len(self.reference)}")
+        if len(self.reference) not in (REF_SIZE, ENCRYPTED_REF_SIZE):
+            raise InvalidManifest(f"an entry's reference must be 32 or 64 bytes, got {len(self.reference)}")
+
+    @property
+    def names_content(self) -> bool:
+        """Whether the reference names something (zeros: no content, only metadata)."""
+        return any(self.reference)
 
 
 @dataclass
@@ -96,41 +103,54 @@ class Saved:
     nodes: dict[bytes, bytes]
 
 
-def save(entries: Mapping[bytes, Entry], obfuscation_key: bytes = bytes(32)) -> Saved:
+def save(
+    entries: Mapping[bytes, Entry], obfuscation_key: bytes = bytes(32), *, encrypt: bool = False
+) -> Saved:
     """Every node of the manifest of `entries`, encoded and cut into chunks (each node with
-    `obfuscation_key`, as Bee does; bee-js obfuscates no node but its root)."""
-    chunks: dict[bytes, Chunk] = {}
-    nodes: dict[bytes, bytes] = {}
-    reference = _save(build(entries), obfuscation_key, chunks, nodes)
-    return Saved(reference, list(chunks.values()), nodes)
+    `obfuscation_key`, as Bee does; bee-js obfuscates no node but its root).
+
+    With `encrypt` (Bee's `Swarm-Encrypt`), every node is stored encrypted and named by a 64-byte
+    reference, and every target is 64 bytes (zeros when it names nothing), as Bee writes them."""
+    saver = _Saver(obfuscation_key, encrypt)
+    reference = saver.save(build(entries))
+    return Saved(reference, list(saver.chunks.values()), saver.nodes)
 
 
-def _save(node: _Node, key: bytes, chunks: dict[bytes, Chunk], nodes: dict[bytes, bytes]) -> bytes:
-    forks = {
-        first: ForkRecord(
-            child.prefix,
-            _save(child, key, chunks, nodes),
-            _type(child),
-            child.entry.metadata if child.entry is not None else None,
-        )
-        for first, child in node.children.items()
-    }
-    data = encode_node(NodeRecord(_target(node), forks, key))
-    reference, pieces = split_bytes(data)
-    chunks.update((chunk.address, chunk) for chunk in pieces)
-    nodes[reference] = data
-    return reference
+class _Saver:
+    def __init__(self, key: bytes, encrypt: bool) -> None:
+        self.key, self.encrypt = key, encrypt
+        self.chunks: dict[bytes, Chunk] = {}
+        self.nodes: dict[bytes, bytes] = {}
 
+    def save(self, node: _Node) -> bytes:
+        forks = {
+            first: ForkRecord(
+                child.prefix,
+                self.save(child),
+                _type(child),
+                child.entry.metadata if child.entry is not None else None,
+            )
+            for first, child in node.children.items()
+        }
+        data = encode_node(NodeRecord(self._target(node), forks, self.key))
+        splitter = Splitter(EncryptingSeal() if self.encrypt else None)
+        pieces = splitter.feed(data)
+        reference, rest = splitter.finish()
+        self.chunks.update((chunk.address, chunk) for chunk in pieces + rest)
+        self.nodes[reference] = data
+        return reference
 
-def _target(node: _Node) -> bytes:
-    if node.entry is not None and node.entry.reference != NO_REFERENCE:
-        return node.entry.reference
-    return b"" if node.prefix == b"/" else NO_REFERENCE
+    def _target(self, node: _Node) -> bytes:
+        if node.entry is not None and node.entry.names_content:
+            return node.entry.reference
+        if self.encrypt:
+            return bytes(ENCRYPTED_REF_SIZE)  # Bee's: the node's reference size, zeros
+        return b"" if node.prefix == b"/" else NO_REFERENCE
 
 
 def _type(node: _Node) -> int:
     kind = 0
-    if (node.entry is not None and node.entry.reference != NO_REFERENCE) or node.prefix == b"/":
+    if (node.entry is not None and node.entry.names_content) or node.prefix == b"/":
         kind |= TYPE_VALUE
     if node.children:
         kind |= TYPE_EDGE

@@ -247,10 +247,20 @@ async function main() {
     return { reference: manifest.toHex(), same: Buffer.from((await reader.downloadFile(manifest)).data.toUint8Array()).equals(payload) }
   })
 
+  // -- access control: the writer's grantee lists (only the publisher reads them, as in Bee)
+  const other = new PrivateKey('22'.repeat(32))
+  let grantees = null
+  await run('createGrantees', async () => {
+    grantees = await writer.createGrantees(batch, [key.publicKey()])
+    return { status: grantees.status, ref: grantees.ref.toHex().length, historyref: grantees.historyref.toHex().length }
+  })
+  await run('getGrantees', async () => (await writer.getGrantees(grantees.ref)).grantees.map(k => k.toCompressedHex()))
+  await run('patchGrantees', async () => {
+    const patched = await writer.patchGrantees(batch, grantees.ref, grantees.historyref, { add: [other.publicKey()], revoke: [key.publicKey()] })
+    return { status: patched.status, grantees: (await writer.getGrantees(patched.ref)).grantees.map(k => k.toCompressedHex()) }
+  })
+
   // -- absent or node-status calls: recorded, judged by the test
-  await run('getGrantees', () => writer.getGrantees('00'.repeat(32)))
-  await run('createGrantees', () => writer.createGrantees(batch, [key.publicKey()]))
-  await run('patchGrantees', () => writer.patchGrantees(batch, '00'.repeat(32), '11'.repeat(32), { add: [key.publicKey()] }))
   await run('createEnvelope', async () => {
     const envelope = await writer.createEnvelope(batch, out.uploadChunk.value)
     const signed = Buffer.concat([Buffer.from(out.uploadChunk.value, 'hex'), Buffer.from(envelope.batchId.toUint8Array()), envelope.index, envelope.timestamp])
