@@ -224,7 +224,6 @@ class Node:
             retrieval=self.retrieval,
             live=self.live,
             pushsync=self.pushsync,
-            pushing=self.pusher.pushing,
         )
 
     def _stored(self, addresses: Iterable[bytes]) -> None:

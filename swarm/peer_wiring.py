@@ -60,7 +60,6 @@ class PeerWiring:
     retrieval: Retrieval
     live: LiveService
     pushsync: PushSync
-    pushing: Callable[[bytes], bool]  # chunks an upload is still pushing (swarm/reserve/pusher.py)
 
     def handshake(self, challenge: bytes, binding: bytes) -> Handshake:
         """Our handshake for one connection, signed over the peer's Hello nonce and the channel."""
@@ -99,7 +98,6 @@ class PeerWiring:
             live_idle=self.config.live_idle,
             provable=self.proofs.provable(),
             unwanted=self.offer_leases.release_all,
-            pushing=self.pushing,
         )
         peer = Peer(
             conn,

@@ -4,10 +4,7 @@ Answers cursor requests; for each subscribed stream (bin, live) offers consecuti
 to 128 hashes from the pull index, keeping at most `window` offers not fully served; delivers
 exactly the chunks a want asks for, through the outbox class of the stream (live before
 historical). A live stream waits for new chunks (`LocalStore.wait_bin`) and closes a batch after
-128 hashes or `live_idle` seconds. Nothing is ever sent unasked. A batch (live or historical:
-a cursor refresh turns new chunks into history) holding chunks an upload is still pushing
-(`pushing`) waits up to `hold_back` seconds for the pushes: their storers get them by the
-push, and would otherwise fetch them twice.
+128 hashes or `live_idle` seconds. Nothing is ever sent unasked.
 
 `Unsubscribe` stops the offers and is acknowledged with `Unsubscribed`; wants received before it
 are still served, so the downstream's answered batches can complete. A historical stream whose
@@ -56,9 +53,6 @@ from syncer.proven_upstream import PROOF_BYTE_KINDS, Provable, ProvenServing
 log = logging.getLogger(__name__)
 
 DEFAULT_LIVE_IDLE = 0.05
-HOLD_BACK = 2.0
-"""Seconds an offer waits at most for chunks of it that an upload is still pushing."""
-HOLD_BACK_POLL = 0.02
 
 
 Want = tuple[int, list[tuple[int, bytes]]]  # offer start, (index, address) pairs to deliver
@@ -85,14 +79,10 @@ class Upstream:
         live_idle: float = DEFAULT_LIVE_IDLE,
         provable: Provable | None = None,
         unwanted: Callable[[list[bytes]], None] = lambda addresses: None,
-        pushing: Callable[[bytes], bool] = lambda address: False,
-        hold_back: float | None = None,
     ) -> None:
         self.conn = conn
         self.store = store
         self._unwanted = unwanted  # told the chunks a want passed over (swarm/reserve/offer_leases.py)
-        self._pushing = pushing  # whether a chunk is still being pushed to its storers (an upload)
-        self.hold_back = HOLD_BACK if hold_back is None else hold_back
         self.window = window
         self.live_idle = live_idle
         self.proven = None if provable is None else ProvenServing(provable, conn, store.epoch, self._readable)
@@ -100,7 +90,6 @@ class Upstream:
         self._acking: set[tuple[int, bool]] = set()  # streams whose Unsubscribed is not queued yet
         self.offered = 0
         self.delivered = 0
-        self.held_back = 0  # polls that found a range still being pushed
 
     @property
     def subscriptions(self) -> list[tuple[int, bool]]:
@@ -230,7 +219,6 @@ class Upstream:
             cursor = await self._wait_for_chunks(offers) if live else self.store.cursor(bin)
             rng = offers.next_range(cursor)
             assert rng is not None, "a slot is free and chunks are there"
-            await self._hold_back(bin, *rng)
             if self.proven is not None:
                 msg: OfferedHashes | ProvenOffer = await self.proven.offer(offers, *rng)
             else:
@@ -240,17 +228,6 @@ class Upstream:
                 msg = OfferedHashes(bin, live, rng[0], rng[1], tuple(hashes))
             self.offered += len(msg.hashes)
             await self.conn.send(msg, priority)
-
-    async def _hold_back(self, bin: int, start: int, end: int) -> None:
-        """Wait, up to `hold_back` seconds, while chunks of the range are still being pushed
-        by an upload: their storers get them by the push, and offered now they would fetch
-        them a second time. A chunk whose push takes longer is offered anyway."""
-        if self.hold_back <= 0:
-            return
-        with trio.move_on_after(self.hold_back):
-            while any(self._pushing(address) for _, address in self.store.iter_bin(bin, start, end)):
-                self.held_back += 1
-                await trio.sleep(HOLD_BACK_POLL)
 
     def _readable(self, address: bytes) -> bool:
         """Whether a chunk can be offered: a damaged one is dropped by the store and left out."""

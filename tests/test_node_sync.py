@@ -147,36 +147,3 @@ async def test_a_node_that_stops_says_goodbye_to_its_peers(tmp_path: Path) -> No
             assert (gone.by, gone.code, gone.reason) == ("remote", "SHUTDOWN", "node shutting down")
             assert a.store.closed
             nursery.cancel_scope.cancel()
-
-
-async def test_a_live_offer_waits_for_the_pushes_of_an_upload(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Chunks an upload is still pushing are offered live only once their pushes end (their
-    storers get them by the push), or after the hold-back time if a push takes longer."""
-    import syncer.upstream
-    from swarm.reserve.pusher import Pusher
-
-    pushing: set[bytes] = set()
-    monkeypatch.setattr(Pusher, "pushing", lambda self, address: address in pushing)
-    monkeypatch.setattr(syncer.upstream, "HOLD_BACK", 3.0)
-    first, second = random_chunks(5, seed=5), random_chunks(5, seed=6)
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            a = await start_node(nursery, node_config(tmp_path / "a"))
-            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
-            await wait_for(lambda: fully_synced(b))
-            pushing.update(c.address for c in first)
-            for chunk in first:
-                a.intake.store(chunk)
-            await trio.sleep(1.0)
-            assert not any(b.store.has(c.address) for c in first)  # held back while pushed
-            pushing.clear()
-            await wait_for(lambda: holds_all(b, first), timeout=5)
-            pushing.update(c.address for c in second)  # a push that never ends
-            for chunk in second:
-                a.intake.store(chunk)
-            await trio.sleep(1.0)
-            assert not any(b.store.has(c.address) for c in second)
-            await wait_for(lambda: holds_all(b, second), timeout=10)  # offered after the hold-back
-            nursery.cancel_scope.cancel()

@@ -132,10 +132,6 @@ class Pusher:
     def __contains__(self, address: object) -> bool:
         return address in self._pending or address in self._uploading
 
-    def pushing(self, address: bytes) -> bool:
-        """Whether the chunk still waits for receipts (pull syncing holds back its offer)."""
-        return address in self._pending
-
     def addresses(self) -> Iterable[bytes]:
         return itertools.chain(self._pending, (a for a in self._uploading if a not in self._pending))
 
