@@ -10,11 +10,14 @@ valid single-owner chunk for its address. Constructing a Chunk only checks the a
 length, so decoding untrusted bytes is cheap; ``verify()`` does the hashing (and, for a
 single-owner chunk, the signature recovery) and is called explicitly where data crosses a trust
 boundary (the store verifies every chunk it is given, retrieval every chunk it receives).
+``checked()`` verifies and returns the chunk marked ``verified``, so a reader further on (the
+joiner) need not hash it again: the flag is set only there, on a frozen chunk whose bytes cannot
+change afterwards.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from chunks.bmt import bmt_address
 from chunks.invalid import InvalidChunk
@@ -47,6 +50,8 @@ class Chunk:
 
     address: bytes
     data: bytes
+    verified: bool = field(default=False, compare=False, repr=False, kw_only=True)
+    """True only on a chunk returned by `checked()`: its data was hashed against its address."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.address, bytes):
@@ -115,6 +120,14 @@ class Chunk:
             validate_soc(self.address, data)
         except InvalidSoc as exc:
             raise InvalidChunk(self.address, f"{problem}; as a single-owner chunk: {exc.problem}") from None
+
+    def checked(self) -> Chunk:
+        """This chunk, verified (InvalidChunk as `verify`), marked `verified` so that later
+        checks of it (`swarm.files.joiner.check_chunk`) compare its address only."""
+        if self.verified:
+            return self
+        self.verify()
+        return Chunk(self.address, self.data, verified=True)
 
     def soc(self) -> Soc:
         """This chunk as a single-owner chunk, checked against its address; InvalidSoc if it is not."""

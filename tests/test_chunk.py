@@ -139,6 +139,19 @@ def test_frozen_and_value_equality() -> None:
         a.data = b""  # type: ignore[misc]
 
 
+def test_checked_marks_a_verified_chunk_and_refuses_a_bad_one() -> None:
+    good = Chunk.from_payload(b"x")
+    assert not good.verified
+    checked = good.checked()
+    assert checked.verified and checked == good and hash(checked) == hash(good)
+    assert checked.checked() is checked
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        checked.verified = False  # type: ignore[misc]
+    bad = Chunk(good.address, good.data[:-1] + b"y")
+    with pytest.raises(InvalidChunk):
+        bad.checked()
+
+
 def test_repr_is_short() -> None:
     chunk = Chunk.from_payload(bytes(4096))
     assert len(repr(chunk)) < 120

@@ -523,3 +523,28 @@ def test_padding_that_is_not_zeros_is_refused() -> None:
     for span, payload in ((3, b"abc" + b"\0" * 9 + b"x"), (CS + 1, REF * 2 + bytes(31) + b"\1")):
         with pytest.raises(CorruptTree, match=f"span {span}"):
             child_refs(Chunk.from_payload(payload, span=span))
+
+
+def test_check_chunk_hashes_an_unverified_chunk_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk retrieval verified (`Chunk.checked()`) is not hashed again by the joiner; any
+    other chunk is, and a wrong one is refused whatever its flag says about another address."""
+    import chunks.chunk
+    from chunks import Chunk, InvalidChunk
+    from swarm.files.joiner import check_chunk
+
+    chunk = Chunk.from_payload(b"some data")
+    checked = chunk.checked()
+    hashed: list[bytes] = []
+    real = chunks.chunk.bmt_address
+
+    def counting(payload: bytes, span: int) -> bytes:
+        hashed.append(payload)
+        return real(payload, span)
+
+    monkeypatch.setattr(chunks.chunk, "bmt_address", counting)
+    assert check_chunk(checked, chunk.address, 9) is checked and hashed == []
+    assert check_chunk(chunk, chunk.address, 9) is chunk and len(hashed) == 1
+    with pytest.raises(InvalidChunk):
+        check_chunk(Chunk(chunk.address, chunk.data + b"!"), chunk.address, None)
+    with pytest.raises(InvalidChunk):  # verified, but not the chunk asked for
+        check_chunk(checked, bytes(32), None)

@@ -62,6 +62,8 @@ async def test_request_travels_two_hops_towards_the_chunk_and_back_verified(tmp_
                 assert (c.retrieval.fetched, b.retrieval.forwarded, a.retrieval.served) == (1, 1, 1)
                 assert not b.store.has(chunk.address) and not c.store.has(chunk.address)
                 assert chunk.address in b.retrieval.cache and chunk.address in c.retrieval.cache
+                # what retrieval hands its users was verified on arrival, so the joiner need not hash it
+                assert (await c.retrieval.get(chunk.address)).verified
                 head = await client.head(f"http://127.0.0.1:{c.api_port}/chunks/{chunk.address.hex()}")
                 assert head.status_code == 404
             nursery.cancel_scope.cancel()

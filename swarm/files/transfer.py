@@ -26,6 +26,9 @@ from swarm.files.joiner import check_chunk, join
 
 Fetch = Callable[[bytes], Awaitable[Chunk]]
 
+WINDOW = 32
+"""Chunks a download fetches ahead at most at once (its window of retrievals in flight)."""
+
 HELD_INTERMEDIATES = 16 * 2**20
 """Bytes of intermediate chunks `fetch_intermediates` keeps for the download (those of about
 2 GiB of file); beyond them chunks are verified and dropped, and fetched again when streamed."""
@@ -49,7 +52,7 @@ class Prefetcher:
     of the intermediates on the current path.
     """
 
-    def __init__(self, fetch: Fetch, nursery: trio.Nursery, *, concurrency: int = 16) -> None:
+    def __init__(self, fetch: Fetch, nursery: trio.Nursery, *, concurrency: int = WINDOW) -> None:
         self._fetch = fetch
         self._nursery = nursery
         self._limit = trio.Semaphore(concurrency)
@@ -82,7 +85,7 @@ class Prefetcher:
 
 
 async def read_file(
-    reference: bytes, fetch: Fetch, *, start: int = 0, end: int | None = None, concurrency: int = 16
+    reference: bytes, fetch: Fetch, *, start: int = 0, end: int | None = None, concurrency: int = WINDOW
 ) -> bytes:
     """The bytes [start, end) of the file at `reference`, verified chunk by chunk (for ranges
     that fit in memory)."""
@@ -105,7 +108,7 @@ async def stream_file(
     *,
     start: int = 0,
     end: int | None = None,
-    concurrency: int = 16,
+    concurrency: int = WINDOW,
 ) -> None:
     """Hand the bytes [start, end) of the file to `send` piece by piece, verified chunk by chunk."""
     async with _nursery() as nursery:
@@ -121,7 +124,7 @@ async def fetch_intermediates(
     start: int,
     end: int,
     *,
-    concurrency: int = 16,
+    concurrency: int = WINDOW,
     keep: int = HELD_INTERMEDIATES,
     budget: int = CHECKED_INTERMEDIATES,
 ) -> dict[bytes, Chunk]:
@@ -187,7 +190,7 @@ class TreeTooLarge(ValueError):
 
 
 async def fetch_tree(
-    reference: bytes, fetch: Fetch, *, concurrency: int = 16, limit: int = 1 << 18
+    reference: bytes, fetch: Fetch, *, concurrency: int = WINDOW, limit: int = 1 << 18
 ) -> list[Chunk]:
     """Every distinct chunk of the file at `reference`, data chunks included, fetched level by
     level `concurrency` at a time and each checked against its parent; raises as

@@ -276,9 +276,8 @@ class Retrieval:
                 data = await peer.retrieve(address, hop_limit=hop_limit, timeout=timeout)
             except RetrieveFailed as exc:
                 raise AttemptFailed(str(exc), timed_out=exc.timed_out) from exc
-            chunk = Chunk(address, data)
             try:
-                chunk.verify()
+                chunk = Chunk(address, data).checked()
             except InvalidChunk as exc:
                 reason = f"invalid chunk in a retrieve delivery: {exc}"
                 peer.conn.close(GoodbyeCode.INVALID_CHUNK, reason, violation=True)
