@@ -46,7 +46,7 @@ from swarm.feeds.lookup import DEFAULT_MAX_PROBES
 from swarm.files.chunker import CorruptTree
 from swarm.net.retrieval import ChunkUnavailable
 
-__all__ = ["BEE_API_VERSION", "BEE_VERSION", "bee_routes"]
+__all__ = ["BEE_API_VERSION", "BEE_VERSION", "answered", "bee_routes"]
 
 FEED_PROBE_TIMEOUT = 5.0
 """Seconds a feed lookup waits for one probe before counting the update as missing."""
@@ -57,7 +57,9 @@ _FEED_HEADERS = "swarm-feed-index, swarm-feed-index-next, swarm-soc-signature, s
 _Answer = Response | TreeResponse
 
 
-def _handled(handler: Callable[[Request], Awaitable[_Answer]]) -> Callable[[Request], Awaitable[_Answer]]:
+def answered(handler: Callable[[Request], Awaitable[_Answer]]) -> Callable[[Request], Awaitable[_Answer]]:
+    """``handler``, with an `HttpError` and a chunk not found (404) or not in time (504) answered."""
+
     async def run(request: Request) -> _Answer:
         try:
             return await handler(request)
@@ -108,8 +110,8 @@ def bee_routes(
     postage = postage or UploadPostage(None)
     api = _ChunkRoutes(backend, max_probes=max_probes, probe_timeout=probe_timeout, postage=postage)
     return [
-        Route("/chunks", _handled(api.post_chunk), methods=["POST"]),
-        Route("/chunks/{address}", _handled(api.get_chunk), methods=["GET", "HEAD"]),
+        Route("/chunks", answered(api.post_chunk), methods=["POST"]),
+        Route("/chunks/{address}", answered(api.get_chunk), methods=["GET", "HEAD"]),
         *soc_and_feed_routes(backend, max_probes=max_probes, probe_timeout=probe_timeout, postage=postage),
         *status_routes(backend, api_version=api_version, version=version),
     ]
@@ -127,9 +129,9 @@ def soc_and_feed_routes(
     postage = postage or UploadPostage(None)
     api = _ChunkRoutes(backend, max_probes=max_probes, probe_timeout=probe_timeout, postage=postage)
     return [
-        Route("/soc/{owner}/{id}", _handled(api.post_soc), methods=["POST"]),
-        Route("/soc/{owner}/{id}", _handled(api.get_soc), methods=["GET"]),
-        Route("/feeds/{owner}/{topic}", _handled(api.get_feed), methods=["GET"]),
+        Route("/soc/{owner}/{id}", answered(api.post_soc), methods=["POST"]),
+        Route("/soc/{owner}/{id}", answered(api.get_soc), methods=["GET"]),
+        Route("/feeds/{owner}/{topic}", answered(api.get_feed), methods=["GET"]),
     ]
 
 

@@ -26,8 +26,9 @@ from starlette.routing import Route
 from chunks import Chunk, InvalidChunk
 from chunks.ethkey import OWNER_SIZE
 from chunks.feeds import TOPIC_SIZE
+from swarm.api.bee import answered
 from swarm.api.downloads import TreeResponse
-from swarm.api.input import HttpError, error_response, flag, parse_hex, parse_reference, tag_header
+from swarm.api.input import HttpError, flag, parse_hex, parse_reference, tag_header
 from swarm.api.site import Site
 from swarm.api.upload_postage import UploadPostage
 from swarm.api.uploads_bzz import store_collection, store_single_file
@@ -35,7 +36,6 @@ from swarm.files.chunker import CorruptTree
 from swarm.manifest.nodes import InvalidManifest
 from swarm.manifest.paths import feed_manifest
 from swarm.manifest.trie import save
-from swarm.net.retrieval import ChunkUnavailable
 from swarm.reserve.uploads import Uploads, UploadSession
 
 __all__ = ["bzz_routes"]
@@ -45,19 +45,17 @@ _Answer = Response | TreeResponse
 
 
 def _answered(handler: Callable[[Request], Awaitable[_Answer]]) -> Callable[[Request], Awaitable[_Answer]]:
+    """As the chunk routes answer (`swarm.api.bee.answered`), and a bad manifest or tree too."""
+
     async def run(request: Request) -> _Answer:
         try:
             return await handler(request)
-        except HttpError as exc:
-            return error_response(exc.status, exc.message)
-        except ChunkUnavailable as exc:
-            return error_response(504 if exc.timed_out else 404, str(exc))
         except InvalidManifest as exc:
-            return error_response(400 if request.method == "POST" else 404, f"manifest: {exc}")
+            raise HttpError(400 if request.method == "POST" else 404, f"manifest: {exc}") from None
         except (InvalidChunk, CorruptTree) as exc:
-            return error_response(502, f"corrupt content: {exc}")
+            raise HttpError(502, f"corrupt content: {exc}") from None
 
-    return run
+    return answered(run)
 
 
 def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[Route]:
