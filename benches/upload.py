@@ -8,7 +8,11 @@ keeps few of the file's chunks by pull syncing, and downloads the file there too
 does not hold is retrieved from the first node. Prints one JSON line: {"mib", "chunks",
 "upload_mib_per_s", "upload_chunks_per_s", "download_mib_per_s", "node_cpu_s",
 "remote_download_mib_per_s", "remote_held_chunks" (what the second node held when its download
-began), "remote_ratio" (remote / local download rate), "remote_cpu_s"}.
+began), "remote_ratio" (remote / local download rate), "remote_cpu_s", "remote_worker_cpu_s" (its
+verifier workers', which check the chunks it retrieves), "holder_cpu_s" (the first node's while it
+served them), "load" (the 1-minute load average at the end)}. ``--py-spy FILE`` profiles the
+second node (FILE.remote) and the first (FILE.holder) during the remote download (``--native``:
+native frames too); read them with ``python -m benches.profile_shares``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from benches.sync import cpu_seconds, pid_of
+from benches.sync import cpu_seconds, load_average, pid_of, py_spy
 from swarm.testing import NodeProcess, poll
 
 PIECE = 1 << 20
@@ -37,6 +41,13 @@ def main() -> None:
     parser.add_argument(
         "--remote-capacity", type=int, default=256, help="the second node's reserve in chunks (default 256)"
     )
+    parser.add_argument(
+        "--remote-verify-workers",
+        type=int,
+        help="the second node's --verify-workers (default: the node's own default)",
+    )
+    parser.add_argument("--py-spy", metavar="FILE", help="profile both nodes during the remote download")
+    parser.add_argument("--native", action="store_true", help="with --py-spy: native frames too")
     args = parser.parse_args()
     data = os.urandom(args.mib << 20)
     tmp = Path(tempfile.mkdtemp(prefix="bench-upload-"))
@@ -67,7 +78,7 @@ def main() -> None:
                 "node_cpu_s": round(cpu_s, 2),
             }
             if not args.no_remote:
-                remote_s, held, remote_cpu = remote_download(
+                remote_s, held, remote_cpu, worker_cpu, holder_cpu = remote_download(
                     tmp / "remote", node, doc["reference"], data, args
                 )
                 result |= {
@@ -75,7 +86,10 @@ def main() -> None:
                     "remote_held_chunks": held,
                     "remote_ratio": round(download_s / remote_s, 3),
                     "remote_cpu_s": round(remote_cpu, 2),
+                    "remote_worker_cpu_s": round(worker_cpu, 2),
+                    "holder_cpu_s": round(holder_cpu, 2),
                 }
+            result["load"] = load_average()
         print(json.dumps(result))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -83,19 +97,34 @@ def main() -> None:
 
 def remote_download(
     data_dir: Path, holder: NodeProcess, reference: str, data: bytes, args: argparse.Namespace
-) -> tuple[float, int, float]:
+) -> tuple[float, int, float, float, float]:
     """Seconds to download ``reference`` at a new node next to ``holder`` that keeps at most
-    ``--remote-capacity`` chunks; the chunks it held when it began; its CPU seconds meanwhile."""
+    ``--remote-capacity`` chunks; the chunks it held when it began; the CPU seconds meanwhile of
+    it, of its verifier workers and of the holder."""
     extra = ["--capacity", str(args.remote_capacity)]
+    if args.remote_verify_workers is not None:
+        extra += ["--verify-workers", str(args.remote_verify_workers)]
     with NodeProcess(data_dir, peers=[holder.p2p], extra=extra) as node:
         poll(lambda: bool(node.get("/sync").json()["fully_synced"]), timeout=120, interval=0.1)
         held = node.get("/sync").json()["chunks"]
-        cpu_before = cpu_seconds(pid_of(node))
-        started = time.perf_counter()
-        downloaded = httpx.get(f"{node.api}/bytes/{reference}", timeout=600).content
-        remote_s = time.perf_counter() - started
+        workers = node.verify_worker_pids()
+        cpu_before, holder_before = cpu_seconds(pid_of(node)), cpu_seconds(pid_of(holder))
+        workers_before = sum(map(cpu_seconds, workers))
+        spy = args.py_spy
+        with (
+            py_spy(pid_of(node), spy and spy + ".remote", native=args.native),
+            py_spy(pid_of(holder), spy and spy + ".holder", native=args.native),
+        ):
+            started = time.perf_counter()
+            downloaded = httpx.get(f"{node.api}/bytes/{reference}", timeout=600).content
+            remote_s = time.perf_counter() - started
+            cpu = (
+                cpu_seconds(pid_of(node)) - cpu_before,
+                sum(map(cpu_seconds, workers)) - workers_before,
+                cpu_seconds(pid_of(holder)) - holder_before,
+            )
         assert downloaded == data, "the download at the second node differs from the upload"
-        return remote_s, held, cpu_seconds(pid_of(node)) - cpu_before
+        return remote_s, held, *cpu
 
 
 if __name__ == "__main__":
