@@ -12,7 +12,7 @@ from streamer.connection import PeerConnection
 from streamer.dispatch import Handlers
 from streamer.messages import RetrieveDelivery, RetrieveFailure, RetrieveRequest
 from streamer.outbox import Priority
-from streamer.pending import OpenRequests
+from streamer.pending import OpenRequests, Pending
 
 NO_ANSWER = "no answer in time"  # the failure reason that means "timed out", passed back along a path
 
@@ -57,7 +57,7 @@ class RequestTable:
                 await conn.send(RetrieveRequest(request_id, address, hop_limit), Priority.RETRIEVAL)
                 await pending.done.wait()
         except trio.ClosedResourceError:
-            raise RetrieveFailed(f"peer {conn.overlay.hex()[:12]} disconnected", "disconnected") from None
+            raise _disconnected(conn) from None
         finally:
             self._requests.close(request_id)
         if scope.cancelled_caught:
@@ -66,17 +66,27 @@ class RequestTable:
                 NO_ANSWER,
                 timed_out=True,
             )
-        if pending.failure is not None:
-            raise RetrieveFailed(
-                f"peer {conn.overlay.hex()[:12]} cannot deliver: {pending.failure}",
-                pending.failure,
-                timed_out=pending.failure == NO_ANSWER,
-            )
-        assert pending.answer is not None
-        return pending.answer
+        return _outcome(conn, pending)
+
+    def start(self, conn: PeerConnection, address: bytes, *, hop_limit: int) -> OpenRetrieve | None:
+        """Send a request for the chunk at `address` without waiting for its answer (`retrieve`
+        in two steps, so a caller can wait for the answer a while, do something else and wait
+        again); None if the connection's retrieval class is full (`retrieve` waits for room).
+        Raises `RetrieveFailed` if the connection is closing."""
+        request_id, pending = self._requests.open()
+        try:
+            conn.send_nowait(RetrieveRequest(request_id, address, hop_limit), Priority.RETRIEVAL)
+        except trio.WouldBlock:
+            self._requests.close(request_id)
+            self._requests.sent -= 1  # never sent
+            return None
+        except trio.ClosedResourceError:
+            self._requests.close(request_id)
+            raise _disconnected(conn) from None
+        return OpenRetrieve(self._requests, conn, request_id, pending)
 
     def handlers(self) -> Handlers:
-        """The answers to our requests."""
+        """The answers to our requests; `fail_all` ends the open ones when the connection goes."""
         return {RetrieveDelivery: self.on_delivery, RetrieveFailure: self.on_failure}
 
     def on_delivery(self, msg: RetrieveDelivery) -> None:
@@ -88,3 +98,42 @@ class RequestTable:
     def fail_all(self, reason: str) -> None:
         """The connection is gone: every open request fails now."""
         self._requests.fail_all(reason)
+
+
+class OpenRetrieve:
+    """A retrieve request sent by `RequestTable.start`: await `answer` (again after a
+    cancellation, if need be), and `close` it once its answer is taken or no longer wanted."""
+
+    def __init__(
+        self, requests: OpenRequests[bytes], conn: PeerConnection, request_id: int, pending: Pending[bytes]
+    ) -> None:
+        self._requests = requests
+        self._conn = conn
+        self._request_id: int | None = request_id
+        self._pending = pending
+
+    async def answer(self) -> bytes:
+        """The chunk data the peer sent; `RetrieveFailed` if it cannot deliver or went away."""
+        await self._pending.done.wait()
+        return _outcome(self._conn, self._pending)
+
+    def close(self) -> None:
+        if self._request_id is not None:
+            self._requests.close(self._request_id)
+            self._request_id = None
+
+
+def _disconnected(conn: PeerConnection) -> RetrieveFailed:
+    return RetrieveFailed(f"peer {conn.overlay.hex()[:12]} disconnected", "disconnected")
+
+
+def _outcome(conn: PeerConnection, pending: Pending[bytes]) -> bytes:
+    """The data of an answered request, or its failure raised as `RetrieveFailed`."""
+    if pending.failure is not None:
+        raise RetrieveFailed(
+            f"peer {conn.overlay.hex()[:12]} cannot deliver: {pending.failure}",
+            pending.failure,
+            timed_out=pending.failure == NO_ANSWER,
+        )
+    assert pending.answer is not None
+    return pending.answer

@@ -1,7 +1,9 @@
 """The hedged asking of peers (`swarm.net.hedged.first_success`) with peers that answer, fail or hang.
 
 The peers are doubles (what they answer and when); the clock is trio's MockClock, so the times
-asserted are exact and cost nothing.
+asserted are exact and cost nothing. Every test runs twice: with attempts as one call, and in two
+steps (``start``: the request sent, its answer awaited later), where the first attempt runs
+without a nursery until the hedge delay passes; the outcomes and times must be the same.
 """
 
 from __future__ import annotations
@@ -42,26 +44,97 @@ class FakePeer:
             raise AttemptFailed(f"{self.overlay.hex()} has not got it")
         return f"data from {self.overlay.hex()}"
 
+    def start(self) -> FakeStarted:
+        self.asked_at.append(trio.current_time())
+        return FakeStarted(self, trio.current_time() + self.delay)
+
+
+@dataclass
+class FakeStarted:
+    """A request out to ``peer``, answered at ``answer_at`` (whoever awaits it, however often)."""
+
+    peer: FakePeer
+    answer_at: float
+    closed: bool = False
+
+    async def outcome(self) -> str:
+        try:
+            if self.peer.behaviour == "hang":
+                await trio.sleep_forever()
+            await trio.sleep_until(self.answer_at)
+        except trio.Cancelled:
+            self.peer.cancelled = True
+            raise
+        if self.peer.behaviour == "missing":
+            raise AttemptFailed(f"{self.peer.overlay.hex()} has not got it")
+        return f"data from {self.peer.overlay.hex()}"
+
+    def close(self) -> None:
+        self.closed = True
+
 
 DEFAULT = HedgePolicy(timeout=10, hedge_after=0.5)
 
 
-async def run(peers, *, max_attempts=5, policy=DEFAULT, avoidance=None):
+TWO_STEPS = {"on": False}
+
+
+@pytest.fixture(autouse=True, params=["one call", "two steps"])
+def attempts_in(request):
+    TWO_STEPS["on"] = request.param == "two steps"
+    return request.param
+
+
+async def run(peers, *, max_attempts=5, policy=DEFAULT, avoidance=None, start=None):
     plan = AttemptPlan(TARGET, OWN, max_attempts)
     by_overlay = {p.overlay: p for p in peers}
-    start = trio.current_time()
+    if start is None and TWO_STEPS["on"]:
+        start = FakePeer.start
+    began = trio.current_time()
     try:
         peer, value = await first_success(
-            plan, lambda: by_overlay, lambda p, d: p.ask(d), policy=policy, avoidance=avoidance
+            plan, lambda: by_overlay, lambda p, d: p.ask(d), policy=policy, avoidance=avoidance, start=start
         )
     finally:
-        elapsed = trio.current_time() - start
+        elapsed = trio.current_time() - began
     return peer, value, elapsed, plan
 
 
 @pytest.fixture
 def autojump_clock():
     return trio.testing.MockClock(autojump_threshold=0)
+
+
+async def test_a_slow_first_attempt_carried_into_the_race_can_still_win(autojump_clock):
+    slow, slower = FakePeer(b"\x01", "found", delay=0.7), FakePeer(b"\x02", "found", delay=1.0)
+    started: list[FakeStarted] = []
+
+    def start(peer: FakePeer) -> FakeStarted:
+        started.append(peer.start())
+        return started[-1]
+
+    peer, value, elapsed, plan = await run([slow, slower], start=start)
+    # the first request stays out past the hedge delay; its answer at 0.7 s wins, not a resend
+    assert peer is slow and value == "data from 01" and elapsed == pytest.approx(0.7)
+    assert slow.asked_at == [0.0] and slower.asked_at == [pytest.approx(0.5)]
+    assert slower.cancelled and started[0].closed and not plan.in_flight
+
+
+async def test_a_first_attempt_that_cannot_start_at_once_runs_as_one_call(autojump_clock):
+    near, far = FakePeer(b"\x01", "missing"), FakePeer(b"\x02", "found")
+    peer, _, elapsed, plan = await run([near, far], start=lambda p: None)
+    assert peer is far and plan.tried == [b"\x01", b"\x02"] and elapsed == pytest.approx(0.02)
+
+
+async def test_a_first_attempt_that_fails_to_start_moves_on_at_once(autojump_clock):
+    near, far = FakePeer(b"\x01", "found"), FakePeer(b"\x02", "found")
+
+    def start(peer: FakePeer) -> FakeStarted:
+        raise AttemptFailed(f"{peer.overlay.hex()} disconnected")
+
+    peer, _, elapsed, plan = await run([near, far], start=start)
+    assert peer is far and plan.tried == [b"\x01", b"\x02"] and elapsed == pytest.approx(0.01)
+    assert not near.asked_at and not plan.in_flight
 
 
 async def test_a_miss_moves_on_to_the_next_closest_at_once(autojump_clock):

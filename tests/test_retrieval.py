@@ -218,11 +218,17 @@ async def test_a_waiter_takes_over_when_the_first_request_is_cancelled(tmp_path:
             async def waiter() -> None:
                 got.append(await c.retrieval.get(CHUNK.address))
 
+            async def cancel_once_joined(first: trio.CancelScope) -> None:
+                while not c.retrieval.joined:  # the waiter joins in the round the request is sent
+                    await trio.lowlevel.checkpoint()
+                first.cancel()  # so the first request is cancelled before its answer comes
+
             async with trio.open_nursery() as users:
                 with trio.CancelScope() as first:
                     users.start_soon(waiter)  # runs once the first request below waits for its answer
-                    first.cancel()  # so the first request is cancelled before it gets one
+                    users.start_soon(cancel_once_joined, first)
                     await c.retrieval.get(CHUNK.address)
+                assert first.cancelled_caught
             assert got == [CHUNK]
             assert c.retrieval.joined == 1 and a.retrieval.served >= 1
             nursery.cancel_scope.cancel()

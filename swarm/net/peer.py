@@ -18,7 +18,7 @@ import trio
 from streamer.connection import Disconnect, PeerConnection
 from streamer.dispatch import Dispatch, Handlers
 from streamer.messages import Message, PushBatchReceipt, PushedChunk, PushReceipt
-from streamer.requests import RequestTable
+from streamer.requests import OpenRetrieve, RequestTable
 from swarm.net.push_requests import PushRequests
 from syncer.pullsync import PullSyncClient
 from syncer.upstream import Upstream
@@ -80,6 +80,10 @@ class Peer:
         return await self.requests.retrieve(
             self.conn, address, hop_limit=hop_limit, timeout=timeout or self.retrieve_timeout
         )
+
+    def start_retrieve(self, address: bytes, *, hop_limit: int) -> OpenRetrieve | None:
+        """Ask this peer for a chunk without waiting for the answer (`RequestTable.start`)."""
+        return self.requests.start(self.conn, address, hop_limit=hop_limit)
 
     async def ping(self, timeout: float) -> float:
         """A round trip over this connection, in seconds (`PeerConnection.ping`)."""

@@ -8,10 +8,11 @@ peer that asked), so no request loops, while the node's own requests may also as
 to the next peer at once; an attempt silent for ``hedge_after`` gets a parallel one, and the
 first good answer wins (`swarm.net.hedged`). A peer that left a request unanswered is tried last
 for a while. Nothing waits past the request's deadline. The data that comes back is verified
-(BMT) at every hop, and a peer that sends invalid data is dropped. Chunks that come back are not
-stored but kept in a bounded in-memory LRU cache (`localstore.cache`) that answers later requests
-for them without the network; concurrent requests for one chunk share a single trip.
-Retrieval traffic uses the outbox's most urgent class.
+(BMT) at every hop (on the node's verifier workers if it has any, the deliveries that arrive
+together in one batch: `swarm.net.delivery_checks`), and a peer that sends invalid data is
+dropped. Chunks that come back are not stored but kept in a bounded in-memory LRU cache
+(`localstore.cache`) that answers later requests for them without the network; concurrent
+requests for one chunk share a single trip. Retrieval traffic uses the outbox's most urgent class.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest, clip_reason
 from streamer.outbox import Priority
-from streamer.requests import NO_ANSWER, RetrieveFailed
+from streamer.requests import NO_ANSWER, OpenRetrieve, RetrieveFailed
+from swarm.net.delivery_checks import BatchedChecks, Verify
 from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
 from swarm.net.peer_choice import DEFAULT_FORWARDING, AttemptPlan, Avoidance, Forwarding, LoadBook
 
@@ -56,6 +58,8 @@ class RetrievalPeer(Protocol):
     def conn(self) -> PeerConnection: ...
 
     async def retrieve(self, address: bytes, *, hop_limit: int, timeout: float | None = None) -> bytes: ...
+
+    def start_retrieve(self, address: bytes, *, hop_limit: int) -> OpenRetrieve | None: ...
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class Retrieval:
         loads: LoadBook | None = None,
         forwarding: Forwarding = DEFAULT_FORWARDING,
         record: Callable[[bytes], None] = lambda address: None,
+        verify: Verify | None = None,
     ) -> None:
         self.overlay = overlay
         self._store_get = store_get
@@ -124,6 +129,8 @@ class Retrieval:
         self.loads = loads if loads is not None else LoadBook()  # requests in flight per peer
         self.forwarding = forwarding
         self._record = record  # each request sent on, by address (the bin load of the table)
+        # with verifier workers, deliveries are hashed there in batches; without, here one by one
+        self.checks = BatchedChecks(verify) if verify is not None else None
         self._serving: dict[bytes, int] = {}
         self._open_ids: dict[bytes, set[int]] = {}  # per peer: request IDs being answered
         self.served = 0
@@ -276,17 +283,18 @@ class Retrieval:
                 data = await peer.retrieve(address, hop_limit=hop_limit, timeout=timeout)
             except RetrieveFailed as exc:
                 raise AttemptFailed(str(exc), timed_out=exc.timed_out) from exc
+            return await self._checked(peer, address, data)
+
+        def start(peer: RetrievalPeer) -> _Started | None:
             try:
-                chunk = Chunk(address, data).checked()
-            except InvalidChunk as exc:
-                reason = f"invalid chunk in a retrieve delivery: {exc}"
-                peer.conn.close(GoodbyeCode.INVALID_CHUNK, reason, violation=True)
-                raise AttemptFailed(f"peer {peer.overlay.hex()[:12]} sent an invalid chunk") from exc
-            return chunk
+                request = peer.start_retrieve(address, hop_limit=hop_limit)
+            except RetrieveFailed as exc:
+                raise AttemptFailed(str(exc), timed_out=exc.timed_out) from exc
+            return None if request is None else _Started(self, peer, address, request)
 
         try:
             _, chunk = await first_success(
-                plan, self._candidates, attempt, policy=self.policy, avoidance=self.avoidance
+                plan, self._candidates, attempt, policy=self.policy, avoidance=self.avoidance, start=start
             )
         except NoPeerDelivered as exc:
             if not exc.asked:
@@ -299,5 +307,36 @@ class Retrieval:
         self.cache.put(chunk)
         return chunk
 
+    async def _checked(self, peer: RetrievalPeer, address: bytes, data: bytes) -> Chunk:
+        """The delivered chunk, verified; a peer that sent an invalid one is dropped."""
+        try:
+            if self.checks is None:
+                return Chunk(address, data).checked()
+            return await self.checks.checked(Chunk(address, data))
+        except InvalidChunk as exc:
+            reason = f"invalid chunk in a retrieve delivery: {exc}"
+            peer.conn.close(GoodbyeCode.INVALID_CHUNK, reason, violation=True)
+            raise AttemptFailed(f"peer {peer.overlay.hex()[:12]} sent an invalid chunk") from exc
+
     def _candidates(self) -> dict[bytes, RetrievalPeer]:
         return {peer.overlay: peer for peer in self._peers() if not peer.conn.closed}
+
+
+class _Started:
+    """A retrieve request already sent to `peer` (`swarm.net.hedged.Started`): its answer,
+    verified."""
+
+    def __init__(
+        self, retrieval: Retrieval, peer: RetrievalPeer, address: bytes, request: OpenRetrieve
+    ) -> None:
+        self._retrieval, self._peer, self._address, self._request = retrieval, peer, address, request
+
+    async def outcome(self) -> Chunk:
+        try:
+            data = await self._request.answer()
+        except RetrieveFailed as exc:
+            raise AttemptFailed(str(exc), timed_out=exc.timed_out) from exc
+        return await self._retrieval._checked(self._peer, self._address, data)
+
+    def close(self) -> None:
+        self._request.close()
