@@ -13,6 +13,7 @@ it, only a missing data chunk can cut such a download short.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -48,21 +49,28 @@ class _Slot:
 class Prefetcher:
     """Wraps `fetch`: the chunks the joiner announces (`ahead`) are requested ahead of time.
 
-    Each prefetched chunk is handed out once and then dropped, so it holds at most the children
-    of the intermediates on the current path.
+    At most ``concurrency`` fetches run at once, in the order announced: that many fetcher
+    tasks at most, each taking the next announced chunk until none is left (a task per fetcher,
+    not per chunk). Each prefetched chunk is handed out once and then dropped, so it holds at
+    most the children of the intermediates on the current path.
     """
 
     def __init__(self, fetch: Fetch, nursery: trio.Nursery, *, concurrency: int = WINDOW) -> None:
         self._fetch = fetch
         self._nursery = nursery
-        self._limit = trio.Semaphore(concurrency)
+        self._concurrency = concurrency
+        self._fetchers = 0
+        self._queue: deque[tuple[bytes, _Slot]] = deque()
         self._slots: dict[bytes, _Slot] = {}
 
     def ahead(self, addresses: Sequence[bytes]) -> None:
         for address in addresses:
             if address not in self._slots:
                 slot = self._slots[address] = _Slot()
-                self._nursery.start_soon(self._prefetch, address, slot)
+                self._queue.append((address, slot))
+        for _ in range(min(self._concurrency - self._fetchers, len(self._queue))):
+            self._fetchers += 1
+            self._nursery.start_soon(self._fetcher)
 
     async def fetch(self, address: bytes) -> Chunk:
         slot = self._slots.pop(address, None)
@@ -74,14 +82,18 @@ class Prefetcher:
         assert slot.chunk is not None
         return slot.chunk
 
-    async def _prefetch(self, address: bytes, slot: _Slot) -> None:
-        async with self._limit:
-            try:
-                slot.chunk = await self._fetch(address)
-            except Exception as exc:  # handed to whoever asks for this chunk
-                slot.error = exc
-            finally:
-                slot.done.set()
+    async def _fetcher(self) -> None:
+        try:
+            while self._queue:
+                address, slot = self._queue.popleft()
+                try:
+                    slot.chunk = await self._fetch(address)
+                except Exception as exc:  # handed to whoever asks for this chunk
+                    slot.error = exc
+                finally:
+                    slot.done.set()
+        finally:
+            self._fetchers -= 1
 
 
 async def read_file(
