@@ -11,8 +11,7 @@ length, so decoding untrusted bytes is cheap; ``verify()`` does the hashing (and
 single-owner chunk, the signature recovery) and is called explicitly where data crosses a trust
 boundary (the store verifies every chunk it is given, retrieval every chunk it receives).
 ``checked()`` verifies and returns the chunk marked ``verified``, so a reader further on (the
-joiner) need not hash it again: the flag is set only there and where a verifier worker's verdict
-stands for the same check (`swarm.net.delivery_checks`), on a frozen chunk whose bytes cannot
+joiner) need not hash it again: the flag is set only there, on a frozen chunk whose bytes cannot
 change afterwards.
 """
 

@@ -149,7 +149,6 @@ class Node:
             cache_bytes=config.cache_bytes,
             forwarding=get_forwarding(config.forwarding),
             record=self._record_request,
-            verify=self._verify_chunks if config.verify_workers else None,
         )
         eth_key = load_or_create_eth_key(self.data_dir)
         self.bee = NodeBeeBackend(

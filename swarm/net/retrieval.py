@@ -8,11 +8,10 @@ peer that asked), so no request loops, while the node's own requests may also as
 to the next peer at once; an attempt silent for ``hedge_after`` gets a parallel one, and the
 first good answer wins (`swarm.net.hedged`). A peer that left a request unanswered is tried last
 for a while. Nothing waits past the request's deadline. The data that comes back is verified
-(BMT) at every hop (on the node's verifier workers if it has any, the deliveries that arrive
-together in one batch: `swarm.net.delivery_checks`), and a peer that sends invalid data is
-dropped. Chunks that come back are not stored but kept in a bounded in-memory LRU cache
-(`localstore.cache`) that answers later requests for them without the network; concurrent
-requests for one chunk share a single trip. Retrieval traffic uses the outbox's most urgent class.
+(BMT) at every hop, and a peer that sends invalid data is dropped. Chunks that come back are not
+stored but kept in a bounded in-memory LRU cache (`localstore.cache`) that answers later requests
+for them without the network; concurrent requests for one chunk share a single trip.
+Retrieval traffic uses the outbox's most urgent class.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode, RetrieveDelivery, RetrieveFailure, RetrieveRequest, clip_reason
 from streamer.outbox import Priority
 from streamer.requests import NO_ANSWER, OpenRetrieve, RetrieveFailed
-from swarm.net.delivery_checks import BatchedChecks, Verify
 from swarm.net.hedged import AttemptFailed, HedgePolicy, NoPeerDelivered, first_success
 from swarm.net.peer_choice import DEFAULT_FORWARDING, AttemptPlan, Avoidance, Forwarding, LoadBook
 
@@ -114,7 +112,6 @@ class Retrieval:
         loads: LoadBook | None = None,
         forwarding: Forwarding = DEFAULT_FORWARDING,
         record: Callable[[bytes], None] = lambda address: None,
-        verify: Verify | None = None,
     ) -> None:
         self.overlay = overlay
         self._store_get = store_get
@@ -129,8 +126,6 @@ class Retrieval:
         self.loads = loads if loads is not None else LoadBook()  # requests in flight per peer
         self.forwarding = forwarding
         self._record = record  # each request sent on, by address (the bin load of the table)
-        # with verifier workers, deliveries are hashed there in batches; without, here one by one
-        self.checks = BatchedChecks(verify) if verify is not None else None
         self._serving: dict[bytes, int] = {}
         self._open_ids: dict[bytes, set[int]] = {}  # per peer: request IDs being answered
         self.served = 0
@@ -283,7 +278,7 @@ class Retrieval:
                 data = await peer.retrieve(address, hop_limit=hop_limit, timeout=timeout)
             except RetrieveFailed as exc:
                 raise AttemptFailed(str(exc), timed_out=exc.timed_out) from exc
-            return await self._checked(peer, address, data)
+            return self._checked(peer, address, data)
 
         def start(peer: RetrievalPeer) -> _Started | None:
             try:
@@ -307,12 +302,10 @@ class Retrieval:
         self.cache.put(chunk)
         return chunk
 
-    async def _checked(self, peer: RetrievalPeer, address: bytes, data: bytes) -> Chunk:
+    def _checked(self, peer: RetrievalPeer, address: bytes, data: bytes) -> Chunk:
         """The delivered chunk, verified; a peer that sent an invalid one is dropped."""
         try:
-            if self.checks is None:
-                return Chunk(address, data).checked()
-            return await self.checks.checked(Chunk(address, data))
+            return Chunk(address, data).checked()
         except InvalidChunk as exc:
             reason = f"invalid chunk in a retrieve delivery: {exc}"
             peer.conn.close(GoodbyeCode.INVALID_CHUNK, reason, violation=True)
@@ -336,7 +329,7 @@ class _Started:
             data = await self._request.answer()
         except RetrieveFailed as exc:
             raise AttemptFailed(str(exc), timed_out=exc.timed_out) from exc
-        return await self._retrieval._checked(self._peer, self._address, data)
+        return self._retrieval._checked(self._peer, self._address, data)
 
     def close(self) -> None:
         self._request.close()
