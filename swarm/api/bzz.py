@@ -116,6 +116,6 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[R
 
 async def _created(uploads: Uploads, session: UploadSession, reference: bytes, request: Request) -> Response:
     pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
-    receipts = await uploads.finish(session, reference[:32], pin=pin, wait=wait)  # encrypted: by address
+    receipts = await uploads.finish(session, reference, pin=pin, wait=wait)
     headers = {"swarm-tag": str(session.tag.uid), "access-control-expose-headers": "swarm-tag"}
     return JSONResponse({"reference": reference.hex(), "tag": receipts}, status_code=201, headers=headers)

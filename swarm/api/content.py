@@ -117,7 +117,7 @@ def file_routes(
         answer, headers = await act_upload_reference(request, act, stamp_and_store, reference)
         pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
         # an encrypted file is pinned (and tagged) by its root chunk's address, as Bee does
-        receipts = await uploads.finish(session, reference[:32], pin=pin, wait=wait)
+        receipts = await uploads.finish(session, reference, pin=pin, wait=wait)
         body = {"reference": answer.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
         headers["swarm-tag"] = str(session.tag.uid)
         return JSONResponse(body, status_code=201, headers=headers)

@@ -15,8 +15,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from chunks import Chunk
+from chunks.chunk import ADDRESS_SIZE
 from localstore.pins import Pins
 from swarm.files.chunker import child_refs, is_data_chunk
+from swarm.files.encryption import ENCRYPTED_REF_SIZE, open_encrypted
 from swarm.reserve.pusher import Pusher, Tag
 
 __all__ = ["UploadSession", "Uploads"]
@@ -101,11 +103,12 @@ class Uploads:
         self, session: UploadSession, reference: bytes, *, pin: bool, wait: bool
     ) -> dict[str, Any]:
         """The upload's body has ended: pin it if asked, wait for receipts unless told not to,
-        and return what to answer about them."""
+        and return what to answer about them. An encrypted file is pinned by its whole reference
+        (as Bee lists it); its tag names the root's address."""
         if pin:
             self.pins.pin(reference, session.addresses)
             self._protected_changed()
-        self.pusher.finish(session.tag, reference, session.addresses)
+        self.pusher.finish(session.tag, reference[:ADDRESS_SIZE], session.addresses)
         if wait:
             await session.tag.wait(self.receipt_timeout)
         return self.tag_document(session.tag)
@@ -131,14 +134,17 @@ class Uploads:
 
     async def pin(self, reference: bytes) -> int:
         """Pin the file at ``reference``, fetching and storing the chunks this node lacks; return
-        how many chunks it has. Raises ChunkUnavailable if one cannot be fetched."""
-        addresses = []
+        how many chunks it has. Raises ChunkUnavailable if one cannot be fetched. An encrypted
+        file's reference (64 bytes) names its chunks by address and key: they are stored as they
+        are (encrypted) and opened only to find their children."""
+        addresses: list[bytes] = []
         level = [reference]
         while level:
-            chunks = [await self._get_chunk(address) for address in level]
+            chunks = [await self._get_chunk(ref[:ADDRESS_SIZE]) for ref in level]
             self._store_chunks(chunks)
-            addresses.extend(level)
-            level = [ref for chunk in chunks if not is_data_chunk(chunk) for ref, _ in child_refs(chunk)]
+            addresses.extend(ref[:ADDRESS_SIZE] for ref in level)
+            opened = [_opened(chunk, ref) for chunk, ref in zip(chunks, level, strict=True)]
+            level = [ref for chunk in opened if not is_data_chunk(chunk) for ref, _ in child_refs(chunk)]
         self.pins.pin(reference, addresses)
         self._protected_changed()
         return len(dict.fromkeys(addresses))
@@ -147,6 +153,11 @@ class Uploads:
         released = self.pins.unpin(reference)
         self._protected_changed()
         return released is not None
+
+
+def _opened(chunk: Chunk, reference: bytes) -> Chunk:
+    """The chunk as its tree reads it: decrypted if ``reference`` carries a key."""
+    return open_encrypted(chunk, reference) if len(reference) == ENCRYPTED_REF_SIZE else chunk
 
 
 def _iso(when: float) -> str:
