@@ -120,7 +120,7 @@ def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
     routes = [
         *chunk_routes(node.retrieval, node.store, node.upload_chunks, postage),
         *file_routes(node.uploads, node.retrieval, postage, node.grantees),
-        *bzz_routes(node.uploads, node.retrieval.get, postage),  # files and websites: swarm/api/bzz.py
+        *bzz_routes(node.uploads, node.retrieval.get, postage, node.grantees),  # files, websites
         *report_routes(node.statistics, node.equivocations),
         *reserve_routes(node.uploads),  # uploads' tags and pins
         *proof_routes(node.proofs),  # provable streams: GET /proofs/{address}
