@@ -150,7 +150,7 @@ class Node:
             forwarding=get_forwarding(config.forwarding),
             record=self._record_request,
         )
-        eth_key = load_or_create_eth_key(self.data_dir)
+        self.eth_key = eth_key = load_or_create_eth_key(self.data_dir)  # Bee's keys: /addresses, PSS
         self.bee = NodeBeeBackend(
             eth_key=eth_key,
             underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
