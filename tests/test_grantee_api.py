@@ -198,17 +198,7 @@ async def test_act_on_bzz_files_and_sites(tmp_path: Path) -> None:
     """`Swarm-Act` on `POST /bzz` and `GET /bzz/...` as on `/bytes`: the manifest's reference is
     answered encrypted; with the publisher and history named the file (or a site's path) opens,
     without them the encrypted reference names no manifest."""
-    import io
-    import tarfile
-
-    def tar(files: dict[str, bytes]) -> bytes:
-        out = io.BytesIO()
-        with tarfile.open(fileobj=out, mode="w") as archive:
-            for name, data in files.items():
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-        return out.getvalue()
+    from tests.test_bzz_api import tar_of as tar
 
     with trio.fail_after(60):
         async with api(tmp_path / "a") as (node, client):
