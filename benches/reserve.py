@@ -19,7 +19,10 @@ room, both in chunks delivered by pull syncing per second from the first to the 
 chunk its own receipt: storing locally), and to node 0 of six nodes (one under each 3-bit
 prefix but two, neighbourhood size 1), waiting for every receipt: ``push_ratio`` = the swarm's
 upload rate / the lone node's; ``receipts`` are those node 0 received from others (every chunk
-durable: two storers, one not node 0). Then as much again with ``Swarm-Deferred-Upload: true``:
+durable: two storers, one not node 0). Then as much again (other bytes) with ``Swarm-Receipts: 1``,
+a single-receipt upload (Bee's direct upload: one storer's receipt per chunk, node 0's own for
+a chunk of its neighbourhood): ``single_ratio`` = its rate / the lone node's, ``single_cpu_s``
+the six nodes' CPU seconds during it. Then as much again with ``Swarm-Deferred-Upload: true``:
 ``deferred_answer_mib_per_s`` to the answer, ``deferred_durable_mib_per_s`` until the tag says
 every chunk is durable. ``chunks_per_batch``: chunks receipted per batch push (swarm/net/push_batches.py);
 ``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes;
@@ -134,9 +137,10 @@ def bench_sync(count: int, workdir: Path) -> dict[str, Any]:
     }
 
 
-def upload(node: NodeProcess, data: bytes) -> tuple[float, dict[str, Any]]:
+def upload(node: NodeProcess, data: bytes, receipts: int = 2) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
-    response = httpx.post(f"{node.api}/bytes", content=data, timeout=600)
+    headers = {"swarm-receipts": str(receipts)}
+    response = httpx.post(f"{node.api}/bytes", content=data, headers=headers, timeout=600)
     elapsed = time.perf_counter() - started
     response.raise_for_status()
     doc: dict[str, Any] = response.json()
@@ -192,6 +196,9 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None, native: bool = F
             peer_stats(n.get("/sync").json(), nodes[0].overlay).get("delivered", 0) for n in nodes[1:]
         )
         batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
+        cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
+        single_s, _ = upload(nodes[0], random.Random(35).randbytes(mib << 20), receipts=1)
+        single_cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
         for node in nodes:
@@ -209,6 +216,9 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None, native: bool = F
         "local_cpu_s": round(lone_cpu, 2),
         "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),
+        "single_mib_per_s": round(mib / single_s, 2),
+        "single_cpu_s": single_cpu,  # per node process during the single-receipt upload
+        "single_ratio": round(local_s / single_s, 3),
         "deferred_answer_mib_per_s": round(mib / answered_s, 2),
         "deferred_durable_mib_per_s": round(mib / durable_s, 2),
     }

@@ -33,7 +33,7 @@ from chunks.feeds import TOPIC_SIZE
 from swarm.api.act import ActReferences, act_download_reference, act_upload_reference
 from swarm.api.bee import answered
 from swarm.api.downloads import TreeResponse
-from swarm.api.input import HttpError, flag, parse_hex, parse_reference, tag_header
+from swarm.api.input import HttpError, flag, parse_hex, parse_reference, receipts_header, tag_header
 from swarm.api.site import Site
 from swarm.api.upload_postage import UploadPostage
 from swarm.api.uploads_bzz import store_collection, store_single_file
@@ -67,7 +67,7 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage, act: ActR
     def stamped_session(request: Request) -> tuple[UploadSession, Callable[[list[Chunk]], None]]:
         """The upload's session and how it stores chunks: charged to its batch first (402 when full)."""
         batch = postage.batch(request)
-        session = uploads.begin(tag_header(request))
+        session = uploads.begin(tag_header(request), receipts=receipts_header(request))
 
         def stamp_and_store(chunks: list[Chunk]) -> None:
             postage.stamp(batch, chunks)

@@ -3,7 +3,8 @@
 An upload (``POST /bytes``) is a `Tag` of the pusher (swarm/reserve/pusher.py): its chunks are stored
 through the intake, signed for or queued for pushing as they are split, and when the body ends
 the upload is pinned if asked (``Swarm-Pin: true``) and waits, unless told not to
-(``Swarm-Deferred-Upload: true``), until every chunk has a receipt or `receipt_timeout` passes.
+(``Swarm-Deferred-Upload: true``), until every chunk is durable (or, for a single-receipt
+upload, ``Swarm-Receipts: 1``, has one storer's receipt) or `receipt_timeout` passes.
 Its answer says how many chunks have receipts and which have not yet. A pin (``swarm pin add``,
 ``POST /pins/{reference}``) fetches whatever chunks of the file this node lacks, stores them, and
 keeps the file outside the reserve's accounting (localstore/pins.py).
@@ -30,15 +31,17 @@ LISTED = 20
 
 
 class UploadSession:
-    """One upload under way: its tag and every chunk address it stored."""
+    """One upload under way: its tag, every chunk address it stored, and the receipts each
+    chunk waits for (2: durable; 1: a single-receipt upload)."""
 
-    def __init__(self, tag: Tag, store: Callable[[Tag, list[Chunk]], None]) -> None:
+    def __init__(self, tag: Tag, store: Callable[[Tag, list[Chunk], int], None], receipts: int = 2) -> None:
         self.tag = tag
         self.addresses: list[bytes] = []
+        self.receipts = receipts
         self._store = store
 
     def store(self, chunks: list[Chunk]) -> None:
-        self._store(self.tag, chunks)
+        self._store(self.tag, chunks, self.receipts)
         self.addresses.extend(chunk.address for chunk in chunks)
 
 
@@ -64,10 +67,13 @@ class Uploads:
         self._protected_changed = protected_changed
         self.receipt_timeout = receipt_timeout
 
-    def begin(self, uid: int | None = None) -> UploadSession:
-        """A new upload, under an existing tag (``Swarm-Tag``) or a new one."""
+    def begin(self, uid: int | None = None, *, receipts: int = 2) -> UploadSession:
+        """A new upload, under an existing tag (``Swarm-Tag``) or a new one; its chunks wait for
+        ``receipts`` (2: durable, 1: one storer's receipt)."""
+        if receipts not in (1, 2):
+            raise ValueError(f"an upload waits for 1 or 2 receipts per chunk, not {receipts}")
         tag = (self.pusher.tag(uid) if uid is not None else None) or self.pusher.new_tag()
-        return UploadSession(tag, self._store)
+        return UploadSession(tag, self._store, receipts)
 
     def store_and_push(self, chunks: list[Chunk], *, verified: bool) -> tuple[int, Tag]:
         """Chunks uploaded one by one (``POST /chunks``, Bee's SOC and feed routes, a space's
@@ -94,10 +100,10 @@ class Uploads:
             return self._store_chunks(chunks)
         return self._store_checked(chunks)
 
-    def _store(self, tag: Tag, chunks: list[Chunk]) -> None:
+    def _store(self, tag: Tag, chunks: list[Chunk], receipts: int = 2) -> None:
         new = self._store_chunks(chunks)
         tag.seen += len(chunks) - new
-        self.pusher.add(tag, [chunk.address for chunk in chunks])
+        self.pusher.add(tag, [chunk.address for chunk in chunks], receipts=receipts)
 
     async def finish(
         self, session: UploadSession, reference: bytes, *, pin: bool, wait: bool
