@@ -28,7 +28,8 @@ every chunk is durable. ``chunks_per_batch``: chunks receipted per batch push (s
 ``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes;
 ``local_cpu_s`` the lone node's CPU seconds during its upload, ``push_cpu_s`` each of the six
 nodes' during the durable upload (node 0 first). ``--py-spy FILE`` profiles node 0 and node 1
-during the durable upload (FILE.uploader, FILE.storer; ``--native`` samples exact stacks).
+during the durable upload (FILE.uploader, FILE.storer; ``--native`` samples exact stacks) and
+the single-receipt one (FILE.single.uploader, FILE.single.storer).
 
 ``--verify-workers N`` (push only) gives every node N verifier processes (``swarm node``'s own
 default is one per core beyond the first: 1 here); the default 0 verifies in the node's process,
@@ -204,7 +205,11 @@ def bench_push(
         )
         batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
         cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
-        single_s, _ = upload(nodes[0], random.Random(35).randbytes(mib << 20), receipts=1)
+        with (
+            py_spy(pid_of(nodes[0]), spy and spy + ".single.uploader", native=native),
+            py_spy(pid_of(nodes[1]), spy and spy + ".single.storer", native=native),
+        ):
+            single_s, _ = upload(nodes[0], random.Random(35).randbytes(mib << 20), receipts=1)
         single_cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
