@@ -45,7 +45,7 @@ thread). Unlike the wall-clock numbers it hardly moves with other load on the ma
 (start-up included), ``cpu_b_workers_s`` its verifier workers' (``verify_workers`` of them); with 2
 CPUs a total near ``2 * sync_s`` means CPU-bound. ``loss_b`` holds
 B's non-zero loss counters for A, ``log`` the disconnects and warnings in each node's log (the
-nodes run at INFO level). ``--py-spy FILE`` records B's CPU profile during the sync.
+nodes run at INFO level). ``--py-spy FILE`` records B's CPU profile during the sync, ``--py-spy-a FILE`` A's.
 
 ``--channel plain`` runs both nodes without TLS (``--channel tls``, the default, is how nodes
 are deployed): the difference is what the secure channel costs.
@@ -398,7 +398,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     cpu_b_first.append(cpu_seconds(pid_of(b)) + workers_cpu_seconds(b))
                     cpu_b_first.append(doc["chunks"])
 
-            with b, py_spy(pid_of(b), args.py_spy, native=args.native):
+            with b, py_spy(pid_of(b), args.py_spy, native=args.native), py_spy(
+                pid_of(a), args.py_spy_a, native=args.native
+            ):
                 watch_sync(
                     b, args.chunks, watch, timeout=args.timeout, interval=args.interval, on_sample=note_first
                 )
@@ -495,6 +497,12 @@ def main() -> None:
         metavar="FILE",
         default=None,
         help="profile B with py-spy (pip install py-spy) during the sync; collapsed stacks to FILE",
+    )
+    parser.add_argument(
+        "--py-spy-a",
+        metavar="FILE",
+        default=None,
+        help="profile A (the upstream serving B) the same way during the sync",
     )
     parser.add_argument("--native", action="store_true", help="with --py-spy: include native (C) frames")
     parser.add_argument(

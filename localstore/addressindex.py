@@ -20,6 +20,12 @@ Page 0 is the header: ``MAGIC (8) || key (16) || clean (1) || 0 (7) || count (8)
 ``BUCKET_CAPACITY`` entries of ``address (32) || slot (6) || length (2) || bin ID (8)``; integers
 big-endian.
 
+The entries looked up or added last (``RECENT`` of them) are also kept in a dict: a chunk is
+looked up several times within moments (an upstream checks a chunk when it offers it and reads it
+when it is wanted, then the downstream offers it back; a downstream stores a chunk and then offers
+it on), and a dict hit skips the keyed hash and the page read. Every change to an entry goes
+through ``add`` and ``remove``, which keep the dict true; it costs about 1.5 MiB at most.
+
 The index is derived data: the pull-index files (localstore/pullindex.py) are the record it can
 be built from. While it is open its header says *not clean*; ``close`` writes the entry count and
 the store's slot count, marks it clean and fsyncs. ``open`` refuses (returns None) a file that
@@ -48,6 +54,8 @@ ENTRY_SIZE = ADDRESS_SIZE + 6 + 2 + 8
 BUCKET_CAPACITY = (PAGE_SIZE - BUCKET_HEADER) // ENTRY_SIZE
 MAX_DEPTH = 26
 """Deepest split: 2**26 directory entries (256 MiB); reached only with billions of chunks."""
+RECENT = 8192
+"""Entries kept in memory, the most recently looked up or added (see the module's docstring)."""
 _CLEAN_AT = len(MAGIC) + KEY_SIZE
 _COUNT_AT = _CLEAN_AT + 8
 
@@ -100,6 +108,7 @@ class AddressIndex:
         self._depth = 0
         self._table = array("I", [1])
         self._stale = False
+        self._recent: dict[bytes, IndexEntry] = {}
 
     @classmethod
     def open(cls, directory: str, slots: int) -> AddressIndex | None:
@@ -219,13 +228,28 @@ class AddressIndex:
             raise StoreCorrupt(self._directory, f"{INDEX_FILE_NAME} ends inside page {page}")
         return raw
 
+    def _remember(self, address: bytes, entry: IndexEntry) -> None:
+        recent = self._recent
+        if len(recent) >= RECENT:
+            del recent[next(iter(recent))]  # the oldest: dicts keep insertion order
+        recent[address] = entry
+
     def get(self, address: bytes) -> IndexEntry | None:
+        entry = self._recent.get(address)
+        if entry is not None:
+            return entry
         page = self._read(self._page_of(address))
         at = _find(page, address)
-        return None if at < 0 else _decode(page, at)
+        if at < 0:
+            return None
+        entry = _decode(page, at)
+        self._remember(address, entry)
+        return entry
 
     def __contains__(self, address: object) -> bool:
-        return isinstance(address, bytes) and _find(self._read(self._page_of(address)), address) >= 0
+        if not isinstance(address, bytes):
+            return False
+        return address in self._recent or self.get(address) is not None
 
     def add(self, address: bytes, entry: IndexEntry) -> None:
         """Add ``address``, which must not be in the index yet."""
@@ -239,6 +263,7 @@ class AddressIndex:
                 page[:2] = (count + 1).to_bytes(2, "big")
                 os.pwrite(self._fd, page, number * PAGE_SIZE)
                 self._count += 1
+                self._remember(address, entry)
                 return
             self._split(number, page)
 
@@ -270,6 +295,7 @@ class AddressIndex:
 
     def remove(self, address: bytes) -> bool:
         """Remove ``address``; False if it was not there."""
+        self._recent.pop(address, None)
         number = self._page_of(address)
         page = bytearray(self._read(number))
         at = _find(page, address)
