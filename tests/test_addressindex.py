@@ -97,9 +97,14 @@ def test_recent_entries_skip_the_page_read_and_stay_true(tmp_path: Path, monkeyp
     assert index.get(address(7)) == entry(7)
     assert index.get(address(7)) == entry(7) and address(7) in index
     assert len(reads) == 1, "a recent entry is answered from memory"
+    absent = address(10**6)
+    assert index.get(absent) is None and absent not in index and len(reads) == 2, "an absence too"
+    index.add(absent, entry(5))
+    assert index.get(absent) == entry(5)
     assert index.remove(address(7)) and index.get(address(7)) is None and address(7) not in index
     for n in range(200):  # more than RECENT lookups: the oldest are forgotten, still found on file
         assert index.get(address(n)) == (None if n == 7 else entry(n))
+    assert index.get(absent) == entry(5)
     assert len(index._recent) <= 50
     index.add(address(7), entry(9))
     reads.clear()
