@@ -398,8 +398,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     cpu_b_first.append(cpu_seconds(pid_of(b)) + workers_cpu_seconds(b))
                     cpu_b_first.append(doc["chunks"])
 
-            with b, py_spy(pid_of(b), args.py_spy, native=args.native), py_spy(
-                pid_of(a), args.py_spy_a, native=args.native
+            with (
+                b,
+                py_spy(pid_of(b), args.py_spy, native=args.native),
+                py_spy(pid_of(a), args.py_spy_a, native=args.native),
             ):
                 watch_sync(
                     b, args.chunks, watch, timeout=args.timeout, interval=args.interval, on_sample=note_first

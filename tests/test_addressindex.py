@@ -88,12 +88,19 @@ def test_property_index_matches_a_dict(
         index.close(slots=len(model))
 
 
-def test_recent_entries_skip_the_page_read_and_stay_true(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recent_entries_skip_the_page_read_and_stay_true(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(addressindex, "RECENT", 50)
     index = build(tmp_path, range(3 * BUCKET_CAPACITY))
     reads: list[int] = []
     read = index._read
-    monkeypatch.setattr(index, "_read", lambda page: reads.append(page) or read(page))
+
+    def counted(page: int) -> bytes:
+        reads.append(page)
+        return read(page)
+
+    monkeypatch.setattr(index, "_read", counted)
     assert index.get(address(7)) == entry(7)
     assert index.get(address(7)) == entry(7) and address(7) in index
     assert len(reads) == 1, "a recent entry is answered from memory"
