@@ -11,7 +11,10 @@ Prints one JSON line. Times are seconds:
 - ``sync_s``: headline, from spawning B's process (interpreter start, imports, store open,
   connect, handshake, cursors) until B's ``/sync`` shows all chunks; ``sync_chunks_per_s`` and
   ``ratio`` (= sync rate / ``ingest_chunks_per_s``) use it.
-- ``sync_from_up_s``: from B answering ``/health`` (listening; the dial starts then).
+- ``sync_from_up_s``: from B answering ``/health`` (``startup_s`` after the spawn). B dials its
+  ``--peer`` before it starts the API (since the branch ``syncspeed``), so its first handshake
+  may be under way or done by then: ``startup_s`` is when the bench can first ask, not when the
+  sync could start.
 - ``sync_from_first_s``: from the first poll that saw a chunk at B (polled every 20 ms until
   then) to all chunks; ``steady_chunks_per_s`` uses it; ``quarter_chunks_per_s`` is the rate over
   each quarter of the chunks (the last quarter is mostly bin 0, one stream: a slow tail shows).
