@@ -16,6 +16,7 @@ it reports. The network services are built in `swarm.network_assembly`, the rese
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -292,7 +293,9 @@ class Node:
                     # The API's modules (the web framework, the server) take a tenth of a second
                     # or more to import: in a thread, while the dials above wait for their peers,
                     # not in their way (the peers' handshakes need no API).
-                    await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
+                    # Whatever goes wrong there is met again, and reported, by the import below.
+                    with contextlib.suppress(Exception):
+                        await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
                     from swarm.api.app import serve_api
 
                     hosts, origins = config.api_allow_hosts, config.cors_allowed_origins
