@@ -19,13 +19,21 @@ room, both in chunks delivered by pull syncing per second from the first to the 
 chunk its own receipt: storing locally), and to node 0 of six nodes (one under each 3-bit
 prefix but two, neighbourhood size 1), waiting for every receipt: ``push_ratio`` = the swarm's
 upload rate / the lone node's; ``receipts`` are those node 0 received from others (every chunk
-durable: two storers, one not node 0). Then as much again with ``Swarm-Deferred-Upload: true``:
+durable: two storers, one not node 0). Then as much again (other bytes) with ``Swarm-Receipts: 1``,
+a single-receipt upload (Bee's direct upload: one storer's receipt per chunk, node 0's own for
+a chunk of its neighbourhood): ``single_ratio`` = its rate / the lone node's, ``single_cpu_s``
+the six nodes' CPU seconds during it. Then as much again with ``Swarm-Deferred-Upload: true``:
 ``deferred_answer_mib_per_s`` to the answer, ``deferred_durable_mib_per_s`` until the tag says
 every chunk is durable. ``chunks_per_batch``: chunks receipted per batch push (swarm/net/push_batches.py);
 ``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes;
 ``local_cpu_s`` the lone node's CPU seconds during its upload, ``push_cpu_s`` each of the six
 nodes' during the durable upload (node 0 first). ``--py-spy FILE`` profiles node 0 and node 1
-during the durable upload (FILE.uploader, FILE.storer; ``--native`` samples exact stacks).
+during the durable upload (FILE.uploader, FILE.storer; ``--native`` samples exact stacks) and
+the single-receipt one (FILE.single.uploader, FILE.single.storer).
+
+``--verify-workers N`` (push only) gives every node N verifier processes (``swarm node``'s own
+default is one per core beyond the first: 1 here); the default 0 verifies in the node's process,
+as the bench's figures so far were taken (six nodes on two cores have no spare core).
 
 ``load`` is the 1-minute load average at the start; compare figures with ``python -m benches.bmt``.
 """
@@ -134,9 +142,10 @@ def bench_sync(count: int, workdir: Path) -> dict[str, Any]:
     }
 
 
-def upload(node: NodeProcess, data: bytes) -> tuple[float, dict[str, Any]]:
+def upload(node: NodeProcess, data: bytes, receipts: int = 2) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
-    response = httpx.post(f"{node.api}/bytes", content=data, timeout=600)
+    headers = {"swarm-receipts": str(receipts)}
+    response = httpx.post(f"{node.api}/bytes", content=data, headers=headers, timeout=600)
     elapsed = time.perf_counter() - started
     response.raise_for_status()
     doc: dict[str, Any] = response.json()
@@ -162,9 +171,12 @@ def deferred_upload(node: NodeProcess, data: bytes) -> tuple[float, float]:
     return answered, time.perf_counter() - started
 
 
-def bench_push(mib: int, workdir: Path, spy: str | None = None, native: bool = False) -> dict[str, Any]:
+def bench_push(
+    mib: int, workdir: Path, spy: str | None = None, native: bool = False, verify_workers: int = 0
+) -> dict[str, Any]:
     data = random.Random(33).randbytes(mib << 20)
-    with NodeProcess(workdir / "lone", extra=PLAIN) as lone:
+    plain = ["--channel", "plain", "--verify-workers", str(verify_workers)]
+    with NodeProcess(workdir / "lone", extra=plain) as lone:
         lone_cpu = cpu_seconds(pid_of(lone))
         local_s, doc = upload(lone, data)
         lone_cpu = cpu_seconds(pid_of(lone)) - lone_cpu
@@ -174,7 +186,7 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None, native: bool = F
         for i, identity in enumerate(identities):
             write_identity(workdir / f"n{i}", identity)
             peers = [nodes[0].p2p] if nodes else []
-            extra = [*PLAIN, "--neighbourhood-size", "1"]
+            extra = [*plain, "--neighbourhood-size", "1"]
             nodes.append(NodeProcess(workdir / f"n{i}", peers=peers, extra=extra).start())
         poll(lambda: all(len(n.get("/sync").json()["peers"]) == len(nodes) - 1 for n in nodes), timeout=60)
         cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
@@ -192,12 +204,20 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None, native: bool = F
             peer_stats(n.get("/sync").json(), nodes[0].overlay).get("delivered", 0) for n in nodes[1:]
         )
         batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
+        cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
+        with (
+            py_spy(pid_of(nodes[0]), spy and spy + ".single.uploader", native=native),
+            py_spy(pid_of(nodes[1]), spy and spy + ".single.storer", native=native),
+        ):
+            single_s, _ = upload(nodes[0], random.Random(35).randbytes(mib << 20), receipts=1)
+        single_cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
         for node in nodes:
             node.kill()
     return {
         "push_mib": mib,
+        "verify_workers": verify_workers,
         "push_chunks": doc["chunks"],
         "local_mib_per_s": round(mib / local_s, 2),
         "push_mib_per_s": round(mib / swarm_s, 2),
@@ -209,6 +229,9 @@ def bench_push(mib: int, workdir: Path, spy: str | None = None, native: bool = F
         "local_cpu_s": round(lone_cpu, 2),
         "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),
+        "single_mib_per_s": round(mib / single_s, 2),
+        "single_cpu_s": single_cpu,  # per node process during the single-receipt upload
+        "single_ratio": round(local_s / single_s, 3),
         "deferred_answer_mib_per_s": round(mib / answered_s, 2),
         "deferred_durable_mib_per_s": round(mib / durable_s, 2),
     }
@@ -227,6 +250,9 @@ def main() -> None:
     parser.add_argument(
         "--native", action="store_true", help="with --py-spy: native frames too (and stacks sampled exactly)"
     )
+    parser.add_argument(
+        "--verify-workers", type=int, default=0, metavar="N", help="push: verifier processes per node (0)"
+    )
     args = parser.parse_args()
     result: dict[str, Any] = {"load": load_average(), "cpus": os.cpu_count()}
     tmp = Path(tempfile.mkdtemp(prefix="bench-reserve-"))
@@ -236,7 +262,7 @@ def main() -> None:
         if args.part in ("sync", "all"):
             result.update(bench_sync(args.chunks, tmp / "sync"))
         if args.part in ("push", "all"):
-            result.update(bench_push(args.mib, tmp / "push", args.py_spy, args.native))
+            result.update(bench_push(args.mib, tmp / "push", args.py_spy, args.native, args.verify_workers))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(result))

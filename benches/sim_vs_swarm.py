@@ -18,7 +18,7 @@ max/mean; over ``--runs`` networks on the simulated side.
 
 Prints one JSON line and writes ``OUT/sim_vs_swarm.md`` (the table).
 Run as ``python -m benches.sim_vs_swarm [--nodes 32] [--strategy temperature] [--forwarding spread]
-[--chunks 40] [--lookups 200] [--batches 10] [--runs 10] [--seed 1] [--known FRACTION]
+[--chunks 40] [--lookups 200] [--batches 10] [--runs 10] [--seed 1] [--known FRACTION] [--storage pull]
 [--out sim-vs-swarm]``.
 """
 
@@ -211,7 +211,13 @@ class _Retrievals:
 
 def simulated(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     """The same metrics on ``--runs`` simulated networks (their seeds: ``swarm sim``'s)."""
-    params = SimParams(seed=args.seed, lookups=args.lookups, forwarding=args.forwarding, known=args.known)
+    params = SimParams(
+        seed=args.seed,
+        lookups=args.lookups,
+        forwarding=args.forwarding,
+        known=args.known,
+        storage=args.storage,
+    )
     per_run: dict[str, list[float]] = {}
     for run in range(args.runs):
         seen = _Retrievals()
@@ -238,7 +244,7 @@ def simulated(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
 def table(real: dict, sim: dict, args: argparse.Namespace) -> str:
     setup = "gossip" if args.known is None else f"known {args.known:g}"
     head = f"N = {args.nodes}, {args.strategy}, forwarding {args.forwarding}, {args.lookups} lookups"
-    head += f"; simulated with {setup}, {args.runs} runs"
+    head += f"; simulated with {setup}, storage model {args.storage}, {args.runs} runs"
     lines = [head, "", "| metric | real swarm | simulation | within intervals |", "|:--|--:|--:|:--|"]
     for k in real:
         (rm, rh), (sm, sh) = real[k], sim[k]
@@ -252,6 +258,12 @@ def main() -> None:
     p.add_argument("--nodes", type=int, default=32)
     p.add_argument("--strategy", default="temperature")
     p.add_argument("--forwarding", default="spread")
+    p.add_argument(
+        "--storage",
+        choices=["area", "pull"],
+        default="pull",
+        help="the simulation's storage model (swarm/sim/storage.py; pull: as these nodes, reserves not full)",
+    )
     p.add_argument("--chunks", type=int, default=40)
     p.add_argument("--lookups", type=int, default=200)
     p.add_argument("--batches", type=int, default=10)

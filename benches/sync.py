@@ -11,7 +11,10 @@ Prints one JSON line. Times are seconds:
 - ``sync_s``: headline, from spawning B's process (interpreter start, imports, store open,
   connect, handshake, cursors) until B's ``/sync`` shows all chunks; ``sync_chunks_per_s`` and
   ``ratio`` (= sync rate / ``ingest_chunks_per_s``) use it.
-- ``sync_from_up_s``: from B answering ``/health`` (listening; the dial starts then).
+- ``sync_from_up_s``: from B answering ``/health`` (``startup_s`` after the spawn). B dials its
+  ``--peer`` before it starts the API (since the branch ``syncspeed``), so its first handshake
+  may be under way or done by then: ``startup_s`` is when the bench can first ask, not when the
+  sync could start.
 - ``sync_from_first_s``: from the first poll that saw a chunk at B (polled every 20 ms until
   then) to all chunks; ``steady_chunks_per_s`` uses it; ``quarter_chunks_per_s`` is the rate over
   each quarter of the chunks (the last quarter is mostly bin 0, one stream: a slow tail shows).
@@ -45,7 +48,7 @@ thread). Unlike the wall-clock numbers it hardly moves with other load on the ma
 (start-up included), ``cpu_b_workers_s`` its verifier workers' (``verify_workers`` of them); with 2
 CPUs a total near ``2 * sync_s`` means CPU-bound. ``loss_b`` holds
 B's non-zero loss counters for A, ``log`` the disconnects and warnings in each node's log (the
-nodes run at INFO level). ``--py-spy FILE`` records B's CPU profile during the sync.
+nodes run at INFO level). ``--py-spy FILE`` records B's CPU profile during the sync, ``--py-spy-a FILE`` A's.
 
 ``--channel plain`` runs both nodes without TLS (``--channel tls``, the default, is how nodes
 are deployed): the difference is what the secure channel costs.
@@ -398,7 +401,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     cpu_b_first.append(cpu_seconds(pid_of(b)) + workers_cpu_seconds(b))
                     cpu_b_first.append(doc["chunks"])
 
-            with b, py_spy(pid_of(b), args.py_spy, native=args.native):
+            with (
+                b,
+                py_spy(pid_of(b), args.py_spy, native=args.native),
+                py_spy(pid_of(a), args.py_spy_a, native=args.native),
+            ):
                 watch_sync(
                     b, args.chunks, watch, timeout=args.timeout, interval=args.interval, on_sample=note_first
                 )
@@ -495,6 +502,12 @@ def main() -> None:
         metavar="FILE",
         default=None,
         help="profile B with py-spy (pip install py-spy) during the sync; collapsed stacks to FILE",
+    )
+    parser.add_argument(
+        "--py-spy-a",
+        metavar="FILE",
+        default=None,
+        help="profile A (the upstream serving B) the same way during the sync",
     )
     parser.add_argument("--native", action="store_true", help="with --py-spy: include native (C) frames")
     parser.add_argument(

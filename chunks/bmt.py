@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from Crypto.Hash.keccak import Keccak_Hash as _PycryptodomeKeccak
-
 __all__ = [
     "BMT_BRANCHES",
     "BMT_LEVELS",
@@ -51,13 +49,17 @@ BytesLike = bytes | bytearray | memoryview
 
 
 def _pycryptodome_new(data: bytes) -> _KeccakHash:
-    # The class constructor skips keccak.new()'s keyword validation (~0.5 us a call).
-    return _PycryptodomeKeccak(data, 32, False)
+    # The class constructor skips keccak.new()'s keyword validation (~0.5 us a call). Imported
+    # here, not with the module: with pysha3 installed it is not needed, and importing it (cffi
+    # parsing C declarations) took a tenth of a node's start-up.
+    from Crypto.Hash.keccak import Keccak_Hash
+
+    return Keccak_Hash(data, 32, False)
 
 
 def keccak256_pycryptodome(data: bytes) -> bytes:
     """Keccak-256 through pycryptodome, whatever backend is preferred (for tests and benches)."""
-    return _PycryptodomeKeccak(data, 32, False).digest()
+    return _pycryptodome_new(data).digest()
 
 
 _new: _HashNew
@@ -71,6 +73,11 @@ try:  # pragma: no cover - which branch runs depends on the installation
     KECCAK_BACKEND = "pysha3"
     _new = _pysha3_keccak
 except ImportError:  # pragma: no cover
+    from Crypto.Hash.keccak import Keccak_Hash as _PycryptodomeKeccak
+
+    def _pycryptodome_new(data: bytes) -> _KeccakHash:  # bound once: the fallback is hot
+        return _PycryptodomeKeccak(data, 32, False)
+
     keccak256 = keccak256_pycryptodome
     KECCAK_BACKEND = "pycryptodome"
     _new = _pycryptodome_new

@@ -20,6 +20,13 @@ Page 0 is the header: ``MAGIC (8) || key (16) || clean (1) || 0 (7) || count (8)
 ``BUCKET_CAPACITY`` entries of ``address (32) || slot (6) || length (2) || bin ID (8)``; integers
 big-endian.
 
+The answers to the lookups, adds and removes of the last ``RECENT`` addresses are also kept in a
+dict (an address found absent too): a chunk is looked up several times within moments (an
+upstream checks a chunk when it offers it and reads it when it is wanted, then the downstream
+offers it back; a downstream checks an offered address, stores the chunk, and offers it on), and
+a dict hit skips the keyed hash and the page read. Every change to an entry goes
+through ``add`` and ``remove``, which keep the dict true; it costs about 1.5 MiB at most.
+
 The index is derived data: the pull-index files (localstore/pullindex.py) are the record it can
 be built from. While it is open its header says *not clean*; ``close`` writes the entry count and
 the store's slot count, marks it clean and fsyncs. ``open`` refuses (returns None) a file that
@@ -48,6 +55,8 @@ ENTRY_SIZE = ADDRESS_SIZE + 6 + 2 + 8
 BUCKET_CAPACITY = (PAGE_SIZE - BUCKET_HEADER) // ENTRY_SIZE
 MAX_DEPTH = 26
 """Deepest split: 2**26 directory entries (256 MiB); reached only with billions of chunks."""
+RECENT = 8192
+"""Entries kept in memory, the most recently looked up or added (see the module's docstring)."""
 _CLEAN_AT = len(MAGIC) + KEY_SIZE
 _COUNT_AT = _CLEAN_AT + 8
 
@@ -100,6 +109,7 @@ class AddressIndex:
         self._depth = 0
         self._table = array("I", [1])
         self._stale = False
+        self._recent: dict[bytes, IndexEntry | None] = {}  # None: not in the index
 
     @classmethod
     def open(cls, directory: str, slots: int) -> AddressIndex | None:
@@ -219,17 +229,29 @@ class AddressIndex:
             raise StoreCorrupt(self._directory, f"{INDEX_FILE_NAME} ends inside page {page}")
         return raw
 
+    def _remember(self, address: bytes, entry: IndexEntry | None) -> None:
+        recent = self._recent
+        if len(recent) >= RECENT:
+            del recent[next(iter(recent))]  # the oldest: dicts keep insertion order
+        recent[address] = entry
+
     def get(self, address: bytes) -> IndexEntry | None:
+        recent = self._recent
+        if address in recent:
+            return recent[address]
         page = self._read(self._page_of(address))
         at = _find(page, address)
-        return None if at < 0 else _decode(page, at)
+        entry = None if at < 0 else _decode(page, at)
+        self._remember(address, entry)
+        return entry
 
     def __contains__(self, address: object) -> bool:
-        return isinstance(address, bytes) and _find(self._read(self._page_of(address)), address) >= 0
+        return isinstance(address, bytes) and self.get(address) is not None
 
     def add(self, address: bytes, entry: IndexEntry) -> None:
         """Add ``address``, which must not be in the index yet."""
         while True:
+            self._recent.pop(address, None)  # until the file says so
             number = self._page_of(address)
             page = bytearray(self._read(number))
             count = int.from_bytes(page[:2], "big")
@@ -239,6 +261,7 @@ class AddressIndex:
                 page[:2] = (count + 1).to_bytes(2, "big")
                 os.pwrite(self._fd, page, number * PAGE_SIZE)
                 self._count += 1
+                self._remember(address, entry)
                 return
             self._split(number, page)
 
@@ -270,10 +293,12 @@ class AddressIndex:
 
     def remove(self, address: bytes) -> bool:
         """Remove ``address``; False if it was not there."""
+        self._recent.pop(address, None)  # until the file says so
         number = self._page_of(address)
         page = bytearray(self._read(number))
         at = _find(page, address)
         if at < 0:
+            self._remember(address, None)
             return False
         count = int.from_bytes(page[:2], "big")
         last = BUCKET_HEADER + (count - 1) * ENTRY_SIZE
@@ -282,4 +307,5 @@ class AddressIndex:
         page[:2] = (count - 1).to_bytes(2, "big")
         os.pwrite(self._fd, page, number * PAGE_SIZE)
         self._count -= 1
+        self._remember(address, None)
         return True

@@ -5,6 +5,9 @@ and data chunks), kept in the store's state namespace as one value per root::
 
     b"pin/" + root  ->  addresses, 32 bytes each
 
+A root is 32 bytes, or 64 for an encrypted file (its root's address, then its key): the chunks
+it names are stored encrypted, by their 32-byte addresses.
+
 Two pinned files may share chunks, so in memory each pinned address has a count of the pins
 naming it; a chunk stays pinned until the last of them is removed. Loading the pins at open
 costs one pass over these values: pinned files are few next to the store, and no per-chunk key
@@ -50,7 +53,7 @@ class Pins:
 
     def pin(self, root: bytes, addresses: Iterable[bytes]) -> bool:
         """Pin ``root``'s file, whose chunks are ``addresses``; False if it was pinned already."""
-        _check(root)
+        _check_root(root)
         if root in self._roots:
             return False
         unique = list(dict.fromkeys(addresses))
@@ -65,7 +68,7 @@ class Pins:
     def unpin(self, root: bytes) -> list[bytes] | None:
         """Remove the pin of ``root``; return the addresses no pin names any more (None: it was
         not pinned)."""
-        _check(root)
+        _check_root(root)
         raw = self._state.get_state(PREFIX + root)
         if raw is None:
             return None
@@ -93,6 +96,11 @@ class Pins:
 
     def addresses(self) -> Iterable[bytes]:
         return self._counts.keys()
+
+
+def _check_root(root: bytes) -> None:
+    if not isinstance(root, bytes) or len(root) not in (ADDRESS_SIZE, 2 * ADDRESS_SIZE):
+        raise ValueError(f"a pinned root is {ADDRESS_SIZE} or {2 * ADDRESS_SIZE} bytes, got {root!r}")
 
 
 def _check(address: bytes) -> None:

@@ -14,8 +14,6 @@ import struct
 from functools import lru_cache
 from pathlib import Path
 
-from Crypto.PublicKey import ECC
-from Crypto.Signature import eddsa
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
@@ -71,29 +69,27 @@ class BadPeerRecord(HandshakeError):
 class NodeIdentity:
     """An Ed25519 key pair. Equality is by public key; ``repr`` never shows the private key."""
 
-    __slots__ = ("_key", "_public_key", "_signer")
+    __slots__ = ("_key", "_public_key")
 
-    def __init__(self, key: ECC.EccKey) -> None:
-        if not key.has_private() or key.curve != "Ed25519":
+    def __init__(self, key: Ed25519PrivateKey) -> None:
+        if not isinstance(key, Ed25519PrivateKey):
             raise ValueError("NodeIdentity needs an Ed25519 private key")
-        self._key = key
-        self._public_key: bytes = key.public_key().export_key(format="raw")
-        self._signer = Ed25519PrivateKey.from_private_bytes(key.seed)  # signs; see sign()
+        self._key = key  # `cryptography` (OpenSSL); pycryptodome's ECC took 0.1 s to import
+        self._public_key: bytes = key.public_key().public_bytes_raw()
 
     @classmethod
     def generate(cls) -> NodeIdentity:
-        return cls(ECC.generate(curve="Ed25519"))
+        return cls(Ed25519PrivateKey.generate())
 
     @classmethod
     def from_private_bytes(cls, b: bytes) -> NodeIdentity:
         """From a 32-byte Ed25519 seed (RFC 8032 private key)."""
         if not isinstance(b, bytes | bytearray) or len(b) != PRIVATE_KEY_SIZE:
             raise ValueError(f"an Ed25519 private key is {PRIVATE_KEY_SIZE} bytes")
-        return cls(eddsa.import_private_key(bytes(b)))
+        return cls(Ed25519PrivateKey.from_private_bytes(bytes(b)))
 
     def private_bytes(self) -> bytes:
-        seed: bytes = self._key.seed
-        return seed
+        return self._key.private_bytes_raw()
 
     @property
     def public_key(self) -> bytes:
@@ -105,7 +101,7 @@ class NodeIdentity:
     def sign(self, data: bytes) -> bytes:
         """The RFC 8032 Ed25519 signature of ``data``, made by `cryptography` (OpenSSL): the same
         deterministic signature as pycryptodome's, about 0.05 ms against 0.3 (docs/performance.md)."""
-        return self._signer.sign(data)
+        return self._key.sign(data)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, NodeIdentity) and other._public_key == self._public_key

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import trio
-
 from kademlia import PeerTable, get_strategy
 from kademlia.addresses import AddressBook, Backoff, DialPolicy
 from kademlia.admission import inbound_refusal
@@ -22,7 +20,7 @@ from streamer.identity import NodeIdentity
 from streamer.messages import GoodbyeCode
 from swarm.config import NodeConfig
 from swarm.net.gossip import Gossip, GossipCounters
-from swarm.net.sessions import Sessions, broken_off
+from swarm.net.sessions import Sessions
 from swarm.net.topology import Topology
 from swarm.peer_wiring import PeerWiring
 
@@ -79,8 +77,7 @@ def build_network_services(
         refusal=lambda peer: inbound_refusal(table, peer, max_connections=config.max_connections),
         retired=lambda peer: wiring().retired(peer),
         parting=lambda peer: gossip.parting(peer) if config.gossip else None,
-        turned_down=lambda peer: manager.backoff.failed(peer, trio.current_time()),
-        ended=lambda overlay, why: manager.session_ended(overlay, broken_off(why)),
+        ended=lambda overlay, broken: manager.session_ended(overlay, broken),
     )
     manager = ConnectionManager(
         table,

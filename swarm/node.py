@@ -16,6 +16,8 @@ it reports. The network services are built in `swarm.network_assembly`, the rese
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import os
 from collections.abc import Iterable
@@ -150,7 +152,7 @@ class Node:
             forwarding=get_forwarding(config.forwarding),
             record=self._record_request,
         )
-        eth_key = load_or_create_eth_key(self.data_dir)
+        self.eth_key = eth_key = load_or_create_eth_key(self.data_dir)  # Bee's keys: /addresses, PSS
         self.bee = NodeBeeBackend(
             eth_key=eth_key,
             underlays=lambda: [f"/ip4/{config.host}/tcp/{self.p2p_port}"],
@@ -280,12 +282,6 @@ class Node:
                 listeners = await nursery.start(serve_p2p)
                 self.p2p_port = listeners[0].socket.getsockname()[1]
                 self.gossip.advertise(config.host, self.p2p_port)
-                if config.api_port is not None:
-                    from swarm.api.app import serve_api
-
-                    hosts, origins = config.api_allow_hosts, config.cors_allowed_origins
-                    serve = partial(serve_api, allow_hosts=hosts, cors_origins=origins)
-                    self.api_port = await nursery.start(serve, self, config.api_host, config.api_port)
                 await nursery.start(self.manager.run)
                 if config.gossip:
                     nursery.start_soon(self.gossip.run, lambda: list(self.sessions.peers.values()))
@@ -293,6 +289,18 @@ class Node:
                     nursery.start_soon(
                         self.sessions.keep_bootnode, host, port, config.redial_min, config.redial_max
                     )
+                if config.api_port is not None:
+                    # The API's modules (the web framework, the server) take a tenth of a second
+                    # or more to import: in a thread, while the dials above wait for their peers,
+                    # not in their way (the peers' handshakes need no API).
+                    # Whatever goes wrong there is met again, and reported, by the import below.
+                    with contextlib.suppress(Exception):
+                        await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
+                    from swarm.api.app import serve_api
+
+                    hosts, origins = config.api_allow_hosts, config.cors_allowed_origins
+                    serve = partial(serve_api, allow_hosts=hosts, cors_origins=origins)
+                    self.api_port = await nursery.start(serve, self, config.api_host, config.api_port)
                 info = {"overlay": self.overlay.hex(), "p2p_port": self.p2p_port, "api_port": self.api_port}
                 write_node_info(self.data_dir, {**info, "pid": os.getpid()})
                 api = f"http://{config.api_host}:{self.api_port}" if self.api_port else "off"

@@ -262,9 +262,14 @@ class Upstream:
                 except ChunkDamaged as exc:
                     log.error("cannot deliver an offered chunk: %s", exc)
                     continue
-                await self.conn.send(ChunkDelivery(bin, live, start, index, chunk.data), priority)
+                delivery = ChunkDelivery(bin, live, start, index, chunk.data)
+                try:  # queued without yielding: the writer then sends the batch in few writes
+                    self.conn.send_nowait(delivery, priority)
+                except trio.WouldBlock:
+                    await self.conn.send(delivery, priority)
                 self.delivered += 1
             stream.slots.release()
+            await trio.lowlevel.checkpoint()
 
 
 def _kind(live: bool) -> str:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from localstore import addressindex
 from localstore.addressindex import (
     BUCKET_CAPACITY,
     INDEX_FILE_NAME,
@@ -85,6 +86,40 @@ def test_property_index_matches_a_dict(
             assert (address(n) in index) == (address(n) in model)
     finally:
         index.close(slots=len(model))
+
+
+def test_recent_entries_skip_the_page_read_and_stay_true(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(addressindex, "RECENT", 50)
+    index = build(tmp_path, range(3 * BUCKET_CAPACITY))
+    reads: list[int] = []
+    read = index._read
+
+    def counted(page: int) -> bytes:
+        reads.append(page)
+        return read(page)
+
+    monkeypatch.setattr(index, "_read", counted)
+    assert index.get(address(7)) == entry(7)
+    assert index.get(address(7)) == entry(7) and address(7) in index
+    assert len(reads) == 1, "a recent entry is answered from memory"
+    absent = address(10**6)
+    assert index.get(absent) is None and absent not in index and len(reads) == 2, "an absence too"
+    index.add(absent, entry(5))
+    assert index.get(absent) == entry(5)
+    assert index.remove(address(7)) and index.get(address(7)) is None and address(7) not in index
+    for n in range(200):  # more than RECENT lookups: the oldest are forgotten, still found on file
+        assert index.get(address(n)) == (None if n == 7 else entry(n))
+    assert index.get(absent) == entry(5)
+    assert len(index._recent) <= 50
+    index.add(address(7), entry(9))
+    reads.clear()
+    assert index.get(address(7)) == entry(9) and not reads
+    index.close(slots=3 * BUCKET_CAPACITY)
+    reopened = AddressIndex.open(str(tmp_path), slots=3 * BUCKET_CAPACITY)
+    assert reopened is not None and reopened.get(address(7)) == entry(9)
+    reopened.close(slots=3 * BUCKET_CAPACITY)
 
 
 def test_open_refuses_what_must_be_rebuilt(tmp_path: Path) -> None:

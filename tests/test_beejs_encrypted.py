@@ -36,6 +36,7 @@ def test_bee_js_encrypted_upload_is_read_at_another_node(two_nodes: list[NodePro
     act = out.pop("act")
     assert act["history"] is True and act["same"] is True  # granted: the reader's node decrypts it
     assert act["withoutAct"] is not True  # without the ACT headers: not the secret
+    assert act["file"] == {"name": "shared.txt", "text": "a file for the reader"}  # /bzz under ACT
     file = out.pop("file")
     assert len(file["reference"]) == 128
     assert file | {"reference": ""} == {

@@ -88,6 +88,21 @@ async def test_a_file_under_its_name(tmp_path: Path) -> None:
             assert bad.status_code == 400 and "/abs" in bad.json()["message"]
 
 
+async def test_swarm_receipts_asks_for_one_or_two_receipts_per_chunk(tmp_path: Path) -> None:
+    """``Swarm-Receipts: 1`` (a single-receipt upload) or ``2`` (durable, the default); a lone
+    node's own copy is all there is, so both answer with every chunk receipted."""
+    with trio.fail_after(30):
+        async with api(tmp_path) as client:
+            for receipts in ("1", "2"):
+                answer = await client.post(
+                    f"/bzz?name=r{receipts}.bin", content=BIG, headers={"swarm-receipts": receipts}
+                )
+                assert answer.status_code == 201
+                assert answer.json()["tag"]["without_receipt"] == 0
+            bad = await client.post("/bzz?name=x", content=b"x", headers={"swarm-receipts": "two"})
+            assert bad.status_code == 400 and "Swarm-Receipts" in bad.json()["message"]
+
+
 async def test_a_collection_served_as_a_website(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(downloads, "BUFFERED_DOWNLOAD", 64 * 1024)  # big.bin is streamed
     with trio.fail_after(60):

@@ -139,6 +139,16 @@ def test_a_named_file_and_a_download_to_a_file(
     ref = swarm("upload", str(site), "--error-document", "docs/page.html", "--api", writer.api).strip()
     missing = httpx.get(f"{reader.api}/bzz/{ref}/no/such/page", timeout=30)
     assert missing.status_code == 200 and missing.content == SITE["docs/page.html"]
+    # --encrypt: a 128-hex reference (the key included) that the other node reads, by path too;
+    # the chunks it stores are not the plain file's
+    secret = swarm("upload", str(source), "--encrypt", "--api", writer.api).strip()
+    assert len(secret) == 128 and secret[:64] != swarm("upload", str(source), "--api", writer.api).strip()
+    assert swarm("download", secret, "--api", reader.api).encode() == source.read_bytes()
+    keyless = httpx.get(f"{reader.api}/bytes/{secret[:64]}", timeout=30)  # the address without the key
+    assert keyless.content != source.read_bytes()
+    secret_site = swarm("upload", str(site), "--encrypt", "--api", writer.api).strip()
+    page = swarm("download", f"{secret_site}/docs/page.html", "--api", reader.api)
+    assert len(secret_site) == 128 and page.encode() == SITE["docs/page.html"]
     plain = httpx.post(f"{writer.api}/bytes", content=b"just bytes" * 20, timeout=30).json()["reference"]
     (tmp_path / "empty").mkdir()
     for command in (["manifest", "ls", plain], ["upload", str(tmp_path / "empty")]):

@@ -192,3 +192,50 @@ async def test_act_upload_and_download(tmp_path: Path) -> None:
             assert (
                 stranger.status_code == 404 and "act or history entry not found" in stranger.json()["message"]
             )
+
+
+async def test_act_on_bzz_files_and_sites(tmp_path: Path) -> None:
+    """`Swarm-Act` on `POST /bzz` and `GET /bzz/...` as on `/bytes`: the manifest's reference is
+    answered encrypted; with the publisher and history named the file (or a site's path) opens,
+    without them the encrypted reference names no manifest."""
+    from tests.test_bzz_api import tar_of as tar
+
+    with trio.fail_after(60):
+        async with api(tmp_path / "a") as (node, client):
+            publisher = compressed(node.grantees.publisher).hex()
+            made = (await client.post("/grantee", json={"grantees": [hexkey(BOB)]})).json()
+            history = {"swarm-act-history-address": made["historyref"]}
+            reader = {"swarm-act-publisher": publisher, **history}
+            one = await client.post(
+                "/bzz?name=note.txt", content=b"a note for bob", headers={"swarm-act": "true", **history}
+            )
+            assert one.status_code == 201, one.text
+            assert one.headers["swarm-act-history-address"] == made["historyref"]
+            assert "swarm-act-history-address" in one.headers["access-control-expose-headers"]
+            got = await client.get(f"/bzz/{one.json()['reference']}/", headers=reader)
+            assert got.status_code == 200 and got.content == b"a note for bob"
+            assert (await client.get(f"/bzz/{one.json()['reference']}/")).status_code != 200
+
+            site = {"index.html": b"<p>home</p>", "docs/a.html": b"<p>a</p>"}
+            up = await client.post(
+                "/bzz",
+                content=tar(site),
+                headers={
+                    "swarm-act": "true",
+                    "swarm-collection": "true",
+                    "content-type": "application/x-tar",
+                    "swarm-index-document": "index.html",
+                    **history,
+                },
+            )
+            assert up.status_code == 201, up.text
+            ref = up.json()["reference"]
+            for path, data in (("", site["index.html"]), ("docs/a.html", site["docs/a.html"])):
+                page = await client.get(f"/bzz/{ref}/{path}", headers=reader)
+                assert page.status_code == 200 and page.content == data
+            carol = {**reader, "swarm-act-publisher": hexkey(CAROL)}
+            stranger = await client.get(f"/bzz/{ref}/", headers=carol)
+            assert stranger.status_code == 404 and "act or history entry not found" in stranger.text
+            plain = await client.post("/bzz?name=x.txt", content=b"x")  # no Swarm-Act: as before
+            assert "swarm-act-history-address" not in plain.headers
+            assert (await client.get(f"/bzz/{plain.json()['reference']}/")).content == b"x"

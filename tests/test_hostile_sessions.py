@@ -174,10 +174,17 @@ async def test_a_node_sent_away_learns_where_else_to_go_and_backs_off(tmp_path: 
             await wait_for(lambda: len(full.gossip.records) == len(others))
             full.sessions._refusal = lambda overlay: "full, for this test"
             cfg = node_config(
-                tmp_path / "newcomer", api_port=None, channel="plain", peers=[("127.0.0.1", full.p2p_port)]
+                tmp_path / "newcomer",
+                api_port=None,
+                channel="plain",
+                peers=[("127.0.0.1", full.p2p_port)],
+                redial_min=5.0,
+                redial_max=10.0,
             )
             newcomer = await start_node(nursery, cfg)
             await wait_for(lambda: newcomer.manager.backoff.failures(full.overlay) >= 1)
+            await trio.sleep(0.5)  # the session's end has been judged by now, and only once
+            assert newcomer.manager.backoff.failures(full.overlay) == 1
             assert full.sessions.sessions_refused >= 1
             assert {r.overlay for r in others} <= {a.overlay for a in newcomer.topology.book}
             assert newcomer.overlay not in full.sessions.peers

@@ -264,6 +264,65 @@ async def test_pending_pushes_survive_a_restart(tmp_path: Path) -> None:
         assert pusher.statistics().own_receipts == 3, "no closer peer: this node is the closest"
 
 
+async def test_a_single_receipt_upload_settles_each_chunk_at_its_first_storer(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """``receipts=1`` (``Swarm-Receipts: 1``): a chunk of the node's own neighbourhood is settled
+    by its own receipt without a push, every other chunk by one peer's receipt (pushed once);
+    the need survives a restart, and a durable upload of a pending chunk raises it to two."""
+    data = chunks(4, seed=8)
+    pushed: list[tuple[bytes, frozenset[bytes]]] = []
+
+    async def push(
+        chunk: Chunk, *, storers: frozenset[bytes], near: int | None = None
+    ) -> tuple[bytes, PushReceipt]:
+        pushed.append((chunk.address, storers))
+        return storer(len(storers)), RECEIPT
+
+    async def never(
+        chunk: Chunk, *, storers: frozenset[bytes], near: int | None = None
+    ) -> tuple[bytes, PushReceipt]:
+        raise PushFailed("not yet")
+
+    def over(store: LocalStore, pushing: object) -> Pusher:
+        return Pusher(
+            store,
+            overlay=OWN,
+            get_chunk=store.get,
+            push=pushing,  # type: ignore[arg-type]
+            responsible=lambda address: address == data[0].address,
+            has_peers=lambda: True,
+        )
+
+    with LocalStore(tmp_path / "s", bytes(32)) as store:
+        store.put_many(data)
+        pusher = over(store, never)
+        tag = pusher.new_tag()
+        pusher.add(tag, [c.address for c in data[:3]], receipts=1)
+        assert tag.synced == 1, "its own neighbourhood: its own receipt is the one asked for"
+        durable = pusher.new_tag()
+        pusher.add(durable, [data[2].address, data[3].address])  # data[2] now wanted durable
+        with pytest.raises(ValueError):
+            pusher.add(pusher.new_tag(), [data[3].address], receipts=3)
+    with LocalStore(tmp_path / "s", bytes(32)) as store:  # a restart: the needs were kept
+        pusher = over(store, push)
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(pusher.run)
+                await wait_for(lambda: pusher.statistics().pending == 0)
+                nursery.cancel_scope.cancel()
+    assert sorted(pushed) == sorted(
+        [
+            (data[1].address, frozenset()),
+            (data[2].address, frozenset()),
+            (data[2].address, frozenset({storer(0)})),
+            (data[3].address, frozenset()),
+            (data[3].address, frozenset({storer(0)})),
+        ]
+    ), "one push for the single-receipt chunk, two for the durable ones, none for its own"
+    assert pusher.statistics().receipts == 5
+
+
 # -- nodes ----------------------------------------------------------------------------------------
 
 
@@ -318,6 +377,24 @@ async def test_uploads_reach_their_neighbourhood_and_come_back_receipted(tmp_pat
             async with httpx.AsyncClient(timeout=90) as client:  # the same file again: all seen
                 again = await client.post(f"http://127.0.0.1:{uploader.api_port}/bytes", content=data)
             assert again.json()["tag"]["seen"] == again.json()["tag"]["split"] == len(file_chunks)
+            # a single-receipt upload: one storer's receipt per chunk, its own for the near ones
+            single = random.Random(6).randbytes(100 * 4096)
+            _, single_chunks = split_bytes(single)
+            before = uploader.statistics().reserve
+            url = f"http://127.0.0.1:{uploader.api_port}/bytes"
+            async with httpx.AsyncClient(timeout=90) as client:
+                bad = await client.post(url, content=b"x", headers={"swarm-receipts": "3"})
+                assert bad.status_code == 400
+                response = await client.post(url, content=single, headers={"swarm-receipts": "1"})
+            tag = response.json()["tag"]
+            assert tag["without_receipt"] == 0 and tag["synced"] == tag["split"] == len(single_chunks)
+            after = uploader.statistics().reserve
+            far = [c for c in single_chunks if c.address[0] >> 7 == 1]
+            assert after.receipts - before.receipts == len(far), "one peer's receipt per far chunk"
+            assert after.own_receipts - before.own_receipts == len(single_chunks) - len(far)
+            assert after.pending_push == 0
+            for chunk in far:
+                assert any(n.store.has(chunk.address) for n in nodes[2:]), chunk.address.hex()
             nursery.cancel_scope.cancel()
 
 

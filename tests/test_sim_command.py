@@ -40,6 +40,7 @@ def test_defaults_are_those_of_the_issue() -> None:
     assert args.master is None  # local[*] unless spark-submit gave one
     assert args.out == Path("sim-out")
     assert args.partitions == 0
+    assert args.storage == "area"  # a settled swarm's full reserves; pull: a young swarm's
     assert callable(args.func)
 
 
@@ -67,6 +68,7 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         "--bootnodes",
         "--known-per-bin",
         "--wide",
+        "--storage",
     ]:
         assert option in text
     assert "local[*]" in text
@@ -90,6 +92,7 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         ["--runs", "0"],
         ["--saturation", "-1"],
         ["--lookups", "many"],
+        ["--storage", "everywhere"],
     ],
 )
 def test_bad_options_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

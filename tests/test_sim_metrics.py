@@ -8,10 +8,13 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kademlia import PeerTable, get_strategy
 from kademlia.forwarding import get_forwarding
 from pot import proximity
+from swarm.sim.grid import SimParams
 from swarm.sim.metrics import (
     gap_po,
     gap_temperature,
@@ -322,3 +325,41 @@ def test_route_spreads_over_equally_close_peers_by_the_nodes_own_rule() -> None:
     spread.forwarding = get_forwarding("spread")
     assert [route(spread, 0, t).path for t in targets] == [(0, 1), (0, 2), (0, 1), (0, 2)]
     assert spread.tables[0].requests.count(0) == 4  # each forward counted in the bin it went through
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_the_pull_model_is_closed_under_the_sync_rule(seed: int) -> None:
+    """Under ``pull`` every chunk uploaded is held by its uploader and its responsible nodes, and
+    once settled no node lacks a chunk the sync rule would bring it from a connected peer (the naive
+    check: every peer, every bin of the rule, every chunk held); it holds at least the copies of
+    ``area``, whose chunks are the same."""
+    net = kademlia_like(seed)
+    area = ChunkStore(net, random.Random(seed), count=60)
+    pull = ChunkStore(net, random.Random(seed), count=60, storage="pull")
+    assert pull.addresses == area.addresses
+    for c in range(60):
+        assert set(pull.responsible(net, c)) <= pull.holders[c]
+        assert area.holders[c] <= pull.holders[c]
+    for i in net.online_nodes():
+        table = net.tables[i]
+        for peer in table.connected_peers():
+            j = net.index[peer]
+            for c in pull.held.get(j, ()):
+                po = min(proximity(peer, pull.addresses[c]), net.max_po)
+                if po in table.sync_bins_for(peer):
+                    assert i in pull.holders[c], (i, j, c)
+    assert pull.sync(net) == 0  # settled: nothing left to pull
+
+
+def test_the_pull_model_keeps_the_uploaders_copy_and_more_than_area() -> None:
+    net = kademlia_like(3)
+    area = ChunkStore(net, random.Random(7), count=200)
+    pull = ChunkStore(net, random.Random(7), count=200, storage="pull")
+    extra = sum(pull.replication(c) - area.replication(c) for c in range(200))
+    assert extra > 0  # the uploaders' copies and what their peers pulled
+    assert any(pull.holders[c] - set(pull.responsible(net, c)) for c in range(200))
+    with pytest.raises(ValueError, match="storage model"):
+        ChunkStore(net, random.Random(7), storage="everywhere")
+    with pytest.raises(ValueError, match="storage model"):
+        SimParams(storage="everywhere")

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from chunks import Chunk, InvalidChunk
+from chunks.ethkey import Secp256k1Key
 from swarm.act.service import GranteeService
 from swarm.api.bee import soc_and_feed_routes
 from swarm.api.bee_status import status_routes
@@ -109,6 +110,9 @@ class Node(Protocol):
     @property
     def grantees(self) -> GranteeService: ...
 
+    @property
+    def eth_key(self) -> Secp256k1Key: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +124,7 @@ def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
     routes = [
         *chunk_routes(node.retrieval, node.store, node.upload_chunks, postage),
         *file_routes(node.uploads, node.retrieval, postage, node.grantees),
-        *bzz_routes(node.uploads, node.retrieval.get, postage),  # files and websites: swarm/api/bzz.py
+        *bzz_routes(node.uploads, node.retrieval.get, postage, node.grantees),  # files, websites
         *report_routes(node.statistics, node.equivocations),
         *reserve_routes(node.uploads),  # uploads' tags and pins
         *proof_routes(node.proofs),  # provable streams: GET /proofs/{address}
@@ -138,7 +142,7 @@ def build_app(node: Node, policy: OriginPolicy | None = None) -> ASGIApp:
             partial(node.upload_chunks, verified=True),
             postage,
         ),
-        *messaging_routes(node.live, node.gsoc, postage),  # PSS and GSOC
+        *messaging_routes(node.live, node.gsoc, postage, node.overlay, node.eth_key),  # PSS and GSOC
         *space_routes(node.spaces),  # spaces: swarm/api/spaces.py
         *grantee_routes(node.grantees, node.uploads, postage),  # ACT grantee lists: swarm/api/grantees.py
     ]

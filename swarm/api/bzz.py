@@ -13,6 +13,10 @@
   support and bounded streaming as ``GET /bytes`` (swarm.api.downloads). A manifest whose "/"
   names a feed is first resolved to the feed's latest update (``Swarm-Feed-Index``).
 - ``GET /bzz/{reference}`` redirects (308) to ``/bzz/{reference}/`` so a page's relative links work.
+- ``Swarm-Act`` as on ``/bytes`` (swarm/api/act.py): an upload with ``Swarm-Act: true`` answers the
+  manifest's reference encrypted with its ACT's access key (and the history in
+  ``Swarm-Act-History-Address``); a download naming ``Swarm-Act-Publisher`` and the history reads
+  the manifest that reference decrypts to.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from starlette.routing import Route
 from chunks import Chunk, InvalidChunk
 from chunks.ethkey import OWNER_SIZE
 from chunks.feeds import TOPIC_SIZE
+from swarm.api.act import ActReferences, act_download_reference, act_upload_reference
 from swarm.api.bee import answered
 from swarm.api.downloads import TreeResponse
-from swarm.api.input import HttpError, flag, parse_hex, parse_reference, tag_header
+from swarm.api.input import HttpError, flag, parse_hex, parse_reference, receipts_header, tag_header
 from swarm.api.site import Site
 from swarm.api.upload_postage import UploadPostage
 from swarm.api.uploads_bzz import store_collection, store_single_file
@@ -58,11 +63,11 @@ def _answered(handler: Callable[[Request], Awaitable[_Answer]]) -> Callable[[Req
     return answered(run)
 
 
-def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[Route]:
+def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage, act: ActReferences) -> list[Route]:
     def stamped_session(request: Request) -> tuple[UploadSession, Callable[[list[Chunk]], None]]:
         """The upload's session and how it stores chunks: charged to its batch first (402 when full)."""
         batch = postage.batch(request)
-        session = uploads.begin(tag_header(request))
+        session = uploads.begin(tag_header(request), receipts=receipts_header(request))
 
         def stamp_and_store(chunks: list[Chunk]) -> None:
             postage.stamp(batch, chunks)
@@ -87,7 +92,8 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[R
         else:
             name = request.query_params.get("name", "")
             reference = await store_single_file(request.stream(), store, name, content_type, encrypt=encrypt)
-        return await _created(uploads, session, reference, request)
+        answer, headers = await act_upload_reference(request, act, store, reference)
+        return await _created(uploads, session, reference, request, answer, headers)
 
     async def post_feed_manifest(request: Request) -> Response:
         owner = parse_hex(request.path_params["owner"], OWNER_SIZE, "owner")
@@ -95,12 +101,13 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[R
         session, store = stamped_session(request)
         saved = save(feed_manifest(owner, topic))
         store(saved.chunks)
-        return await _created(uploads, session, saved.reference, request)
+        return await _created(uploads, session, saved.reference, request, saved.reference, {})
 
     async def get_bzz(request: Request) -> _Answer:
         reference = parse_reference(request.path_params["reference"])
         if "path" not in request.path_params:
             return RedirectResponse(str(request.url.replace(path=request.url.path + "/")), status_code=308)
+        reference = await act_download_reference(request, act, reference)
         site = Site(fetch, reference)
         return await site.answer(
             request.path_params["path"], head=request.method == "HEAD", range=request.headers.get("range")
@@ -114,8 +121,18 @@ def bzz_routes(uploads: Uploads, fetch: Fetch, postage: UploadPostage) -> list[R
     ]
 
 
-async def _created(uploads: Uploads, session: UploadSession, reference: bytes, request: Request) -> Response:
+async def _created(
+    uploads: Uploads,
+    session: UploadSession,
+    reference: bytes,
+    request: Request,
+    answer: bytes,
+    act_headers: dict[str, str],
+) -> Response:
+    """201 with ``answer`` (the reference, or under ACT its encrypted form) once ``reference``'s
+    upload has its receipts (unless deferred)."""
     pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
-    receipts = await uploads.finish(session, reference[:32], pin=pin, wait=wait)  # encrypted: by address
-    headers = {"swarm-tag": str(session.tag.uid), "access-control-expose-headers": "swarm-tag"}
-    return JSONResponse({"reference": reference.hex(), "tag": receipts}, status_code=201, headers=headers)
+    receipts = await uploads.finish(session, reference, pin=pin, wait=wait)
+    headers = {**act_headers, "swarm-tag": str(session.tag.uid)}
+    headers["access-control-expose-headers"] = ", ".join(h for h in headers if h.startswith("swarm-"))
+    return JSONResponse({"reference": answer.hex(), "tag": receipts}, status_code=201, headers=headers)

@@ -23,6 +23,7 @@ from swarm.api.input import (
     parse_address,
     parse_reference,
     read_body,
+    receipts_header,
     tag_header,
 )
 from swarm.api.upload_postage import UploadPostage
@@ -100,7 +101,11 @@ def file_routes(
         batch = postage.batch(request)
         # -- receipts and pins: the upload is a tag of the pusher (swarm/reserve/uploads.py);
         # its chunks' addresses are computed by the splitter, so they are stored unverified
-        session = uploads.begin(tag_header(request))
+        try:
+            receipts_wanted = receipts_header(request)
+        except HttpError as exc:
+            return error_response(exc.status, exc.message)
+        session = uploads.begin(tag_header(request), receipts=receipts_wanted)
 
         def stamp_and_store(chunks: list[Chunk]) -> None:
             postage.stamp(batch, chunks)  # a 402 before an immutable batch's overflow is stored
@@ -117,7 +122,7 @@ def file_routes(
         answer, headers = await act_upload_reference(request, act, stamp_and_store, reference)
         pin, wait = flag(request, "swarm-pin"), not flag(request, "swarm-deferred-upload")
         # an encrypted file is pinned (and tagged) by its root chunk's address, as Bee does
-        receipts = await uploads.finish(session, reference[:32], pin=pin, wait=wait)
+        receipts = await uploads.finish(session, reference, pin=pin, wait=wait)
         body = {"reference": answer.hex(), "size": upload.size, "chunks": upload.chunks, "tag": receipts}
         headers["swarm-tag"] = str(session.tag.uid)
         return JSONResponse(body, status_code=201, headers=headers)

@@ -24,6 +24,7 @@ __all__ = [
     "parse_hex",
     "parse_uint",
     "read_body",
+    "receipts_header",
     "tag_header",
 ]
 
@@ -115,3 +116,12 @@ def tag_header(request: Request) -> int | None:
     """The upload's tag (``Swarm-Tag: UID``), if the request names one."""
     raw = request.headers.get("swarm-tag", "").strip()
     return int(raw) if raw.isdigit() else None
+
+
+def receipts_header(request: Request) -> int:
+    """Receipts each chunk of an upload waits for: ``Swarm-Receipts: 1`` asks for one storer's
+    (Bee's direct upload), ``2`` (the default) for two, durable. Raises HttpError (400) otherwise."""
+    raw = request.headers.get("swarm-receipts", "2").strip()
+    if raw not in ("1", "2"):
+        raise HttpError(400, f"Swarm-Receipts must be 1 or 2, not {raw!r}")
+    return int(raw)

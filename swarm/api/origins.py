@@ -52,7 +52,7 @@ _CORS_HEADERS = [
         b"User-Agent, Origin, Accept, Authorization, Content-Type, X-Requested-With, "
         b"Access-Control-Request-Headers, Access-Control-Request-Method, Swarm-Tag, Swarm-Pin, "
         b"Swarm-Encrypt, Swarm-Postage-Batch-Id, Swarm-Deferred-Upload, Swarm-Only-Root-Chunk, "
-        b"Range, Accept-Ranges, Content-Encoding, Last-Event-ID",
+        b"Swarm-Receipts, Range, Accept-Ranges, Content-Encoding, Last-Event-ID",
     ),
     (b"access-control-allow-methods", b"GET, HEAD, OPTIONS, POST, PUT, PATCH, DELETE"),
     (b"access-control-max-age", b"3600"),

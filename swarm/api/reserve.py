@@ -19,7 +19,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from swarm.api.input import HttpError, error_response, handled, parse_address, parse_uint
+from chunks import InvalidChunk
+from swarm.api.input import HttpError, error_response, handled, parse_address, parse_reference, parse_uint
+from swarm.files.chunker import CorruptTree
 from swarm.net.retrieval import ChunkUnavailable
 from swarm.reserve.uploads import Uploads
 
@@ -75,7 +77,7 @@ def reserve_routes(uploads: Uploads) -> list[Route]:
         return JSONResponse({"tags": [uploads.tag_document(tag) for tag in tags]})
 
     async def pin(request: Request) -> Response:
-        reference = parse_address(request.path_params["reference"])
+        reference = parse_reference(request.path_params["reference"])
         if request.method == "GET":
             if reference not in uploads.pins.roots():
                 return error_response(404, f"{reference.hex()} is not pinned")
@@ -88,6 +90,8 @@ def reserve_routes(uploads: Uploads) -> list[Route]:
             chunks = await uploads.pin(reference)
         except ChunkUnavailable as exc:
             return error_response(504 if exc.timed_out else 404, f"cannot pin {reference.hex()}: {exc}")
+        except (InvalidChunk, CorruptTree) as exc:  # an encrypted file's key that does not open it, too
+            return error_response(502, f"cannot pin {reference.hex()}: {exc}")
         return JSONResponse({"reference": reference.hex(), "chunks": chunks}, status_code=201)
 
     async def list_pins(request: Request) -> Response:

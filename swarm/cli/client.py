@@ -157,6 +157,8 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
     try:
         headers = {**upload_headers(args, receipts.tag), **extra}
+        if args.encrypt:
+            headers["swarm-encrypt"] = "true"
         response = httpx.post(f"{url}{endpoint}", content=body(), headers=headers, timeout=None)
     except httpx.HTTPError as exc:
         raise CliError(f"upload to {url} failed: {exc}") from None
@@ -172,8 +174,11 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
 def cmd_download(args: argparse.Namespace) -> int:
     reference, slash, path = args.reference.removeprefix("0x").partition("/")
-    if len(reference) != 64 or any(c not in "0123456789abcdefABCDEF" for c in reference):
-        raise CliError(f"a reference is 64 hex characters (then /PATH in a manifest), got {args.reference!r}")
+    if len(reference) not in (64, 128) or any(c not in "0123456789abcdefABCDEF" for c in reference):
+        raise CliError(
+            "a reference is 64 hex characters, or 128 for an encrypted upload (then /PATH in a "
+            f"manifest), got {args.reference!r}"
+        )
     # REF/PATH: the file at PATH of the manifest REF (REF/: its index document), as a browser gets it
     resource = f"/bzz/{reference}/{quote(path)}" if slash else f"/bytes/{reference}"
     out_path = Path(args.output) if args.output not in (None, "-") else None

@@ -123,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a directory: the file a directory's path serves (index.html)",
     )
     p.add_argument("--error-document", metavar="PATH", help="a directory: the file served for a missing path")
+    p.add_argument(
+        "--encrypt",
+        action="store_true",
+        help="encrypt every chunk (Bee's Swarm-Encrypt): the reference, 128 hex characters, holds "
+        "the key; whoever has the reference can read the file, nobody else",
+    )
     p.set_defaults(func=_client_command("cmd_upload"))
 
     p = sub.add_parser(
@@ -131,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fetch the file REFERENCE from a node (which retrieves what it lacks from the swarm), "
         "verifying every chunk. REFERENCE/PATH fetches the file at PATH of the manifest REFERENCE (a "
         "directory or a named file: swarm upload DIR, swarm upload FILE --name); REFERENCE/ its index "
-        "document.",
+        "document. An encrypted upload's REFERENCE is 128 hex characters (swarm upload --encrypt).",
     )
     p.add_argument("reference", metavar="REFERENCE[/PATH]")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE; - or none: standard output")

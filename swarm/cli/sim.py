@@ -153,6 +153,14 @@ def add_sim_parser(subparsers: Any) -> None:
         help="next-hop rule of the lookups (kademlia.forwarding)",
     )
     p.add_argument(
+        "--storage",
+        choices=["area", "pull"],
+        default="area",
+        help="which nodes hold a chunk: area, the nodes responsible for it (PO >= their depth); pull, "
+        "also what the sync rule brings to nodes whose reserves are not full, as a young real swarm "
+        "holds (swarm/sim/storage.py)",
+    )
+    p.add_argument(
         "--master",
         default=None,
         metavar="URL",
@@ -194,6 +202,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
             bootnodes=args.bootnodes,
             known_per_bin=args.known_per_bin,
             forwarding=args.forwarding,
+            storage=args.storage,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None

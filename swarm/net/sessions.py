@@ -79,18 +79,17 @@ class Sessions:
         refusal: Callable[[bytes], str | None] = lambda overlay: None,
         retired: Callable[[bytes], None] = lambda overlay: None,
         parting: Callable[[bytes], Message | None] = lambda overlay: None,
-        turned_down: Callable[[bytes], object] = lambda overlay: None,
-        ended: Callable[[bytes, Disconnect], None] = lambda overlay, why: None,
+        ended: Callable[[bytes, bool], None] = lambda overlay, broken: None,
     ) -> None:
         """``refusal`` says why an inbound session from an overlay is not taken (None: it is);
         ``retired`` is told of a peer gone long enough for its own counters to be dropped;
         ``parting`` is what a refused peer is sent before the Goodbye (peers to try instead);
-        ``turned_down`` is told of a peer we dialled that sent us away (full, or pruning us)."""
+        ``ended`` is told once of each session's end, and whether it was broken off
+        (`broken_off`: the manager backs off dialling that peer) or ended cleanly."""
         self._credentials = credentials  # None: a plain channel
         self._refusal = refusal
         self._retired = retired
         self._parting = parting
-        self._turned_down = turned_down
         self._gone: dict[bytes, None] = {}  # peers gone whose counters are kept, oldest first
         self._local_handshake = local_handshake
         self._make_peer = make_peer
@@ -98,7 +97,7 @@ class Sessions:
         self.overlay = overlay
         self._connected = connected
         self._disconnected = disconnected
-        self._session_ended = ended  # why each session ended (the manager's backoff)
+        self._session_ended = ended  # how each session ended (the manager's backoff)
         self.peers: dict[bytes, Peer] = {}
         self.past_traffic: dict[bytes, dict[str, int]] = {}
         self.disconnections: deque[Disconnection] = deque(maxlen=RECENT_DISCONNECTIONS)
@@ -275,8 +274,6 @@ class Sessions:
 
     def _ended(self, peer: Peer, disconnect: Disconnect) -> None:
         self.violations += disconnect.violation
-        if peer.conn.outbound and disconnect.by == "remote" and disconnect.code in _SENT_AWAY:
-            self._turned_down(peer.overlay)  # redialling at once would be sent away again
         code = _code_name(disconnect.code)
         self.disconnections.appendleft(
             Disconnection(
@@ -290,7 +287,7 @@ class Sessions:
             )
         )
         log.info("peer %s disconnected by %s: %s (%s)", peer, disconnect.by, disconnect.reason or "-", code)
-        self._session_ended(peer.overlay, disconnect)
+        self._session_ended(peer.overlay, broken_off(disconnect, outbound=peer.conn.outbound))
 
     def traffic(self, overlay: bytes) -> dict[str, int]:
         """Byte counters of every session with the peer, the current one included."""
@@ -358,7 +355,12 @@ _CLEAN_ENDS = frozenset(
 )
 
 
-def broken_off(disconnect: Disconnect) -> bool:
-    """The session ended over a protocol violation, ours or the peer's word: dialling the peer
-    again at once would likely end the same way (a peer that refuses us, or one we refuse)."""
+def broken_off(disconnect: Disconnect, *, outbound: bool) -> bool:
+    """Whether dialling the peer again at once would likely end the same way, so the session's
+    end counts as one failed dial: a protocol violation, ours or the peer's word (a peer that
+    refuses us, or one we refuse), or a peer we dialled sending us away (full, or pruning us:
+    a clean end otherwise). Every session's end is judged here once, so one refusal is one
+    step of the backoff, not two."""
+    if outbound and disconnect.by == "remote" and disconnect.code in _SENT_AWAY:
+        return True
     return disconnect.violation or disconnect.code not in _CLEAN_ENDS

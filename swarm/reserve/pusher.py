@@ -9,6 +9,11 @@ all there is, and a chunk of its neighbourhood is durable at once; a chunk whose
 node already signed is durable with what it has (the swarm has fewer nodes). So when
 ``POST /bytes`` answers, the uploader may die and nothing is lost.
 
+A single-receipt upload (``Swarm-Receipts: 1``, as Bee's direct upload) asks less: a chunk is
+settled by the first storer's receipt (this node's own for a chunk of its neighbourhood, as
+Bee's push sync answers for itself when it is the closest), and its further copies are left to
+the storer's pull syncing. Such a chunk is pushed once instead of twice.
+
 A pending chunk is kept outside the reserve's accounting, never evicted, recorded in the state
 namespace (``b"push/" + address``, with the storers that signed so far, so a restart goes on
 where it was), and pushed: first in batches (swarm/net/push_batches.py) by `batch_workers` tasks,
@@ -43,7 +48,13 @@ from streamer.messages import MAX_PUSH_BATCH, PushReceipt
 from swarm.net.push_batches import PushRound
 from swarm.net.push_requests import PushFailed
 from swarm.net.pushsync import NoCloserPeer
-from swarm.reserve.push_state import PENDING_PREFIX, PendingChunk, PendingState, storers_from, storers_value
+from swarm.reserve.push_state import (
+    PENDING_PREFIX,
+    PendingChunk,
+    PendingState,
+    needed_from,
+    storers_from,
+)
 from swarm.reserve.tags import Tag
 
 __all__ = ["PENDING_PREFIX", "Pusher", "PusherStatistics", "Tag"]
@@ -105,7 +116,9 @@ class Pusher:
         self.retry_max = retry_max
         self._clock = clock
         self._pending: dict[bytes, PendingChunk] = {
-            key[len(PENDING_PREFIX) :]: PendingChunk(0, storers=storers_from(value))
+            key[len(PENDING_PREFIX) :]: PendingChunk(
+                0, storers=storers_from(value), needed=needed_from(value)
+            )
             for key, value in state.iter_state(PENDING_PREFIX)
         }
         self._uploading: dict[bytes, int] = {}  # address -> uploads under way holding it
@@ -156,10 +169,13 @@ class Pusher:
         """Delete a tag (its chunks are still pushed until durable); False if there is none."""
         return self._tags.pop(uid, None) is not None
 
-    def add(self, tag: Tag, addresses: list[bytes]) -> None:
+    def add(self, tag: Tag, addresses: list[bytes], *, receipts: int = 2) -> None:
         """Chunks of ``tag``'s upload were just stored: count this node's own receipt for those of
         its neighbourhood, and queue every chunk not yet durable (recorded first, so a restart
-        goes on)."""
+        goes on). ``receipts=1``: one storer's receipt settles a chunk (a single-receipt upload);
+        a chunk already pending for a durable upload stays so."""
+        if receipts not in (1, 2):
+            raise ValueError(f"an upload waits for 1 or 2 receipts per chunk, not {receipts}")
         new = [a for a in dict.fromkeys(addresses) if a not in tag.waiting]
         tag.split += len(new)
         tag.stored += len(new)
@@ -167,18 +183,26 @@ class Pusher:
             self._uploading[address] = self._uploading.get(address, 0) + 1
         own = {a for a in new if self._responsible(a)}
         self.own_receipts += len(own)
-        alone = not self._has_peers()
-        to_push = [a for a in new if not (alone and a in own)]  # alone, its own copy is durable
+        # alone, its own copy is durable; its own receipt is the one a single-receipt upload needs
+        settled = own if receipts == 1 or not self._has_peers() else set()
+        to_push = [a for a in new if a not in settled]
         tag.synced += len(new) - len(to_push)
-        fresh = [a for a in to_push if a not in self._pending]
-        own_value = storers_value({self.overlay})
-        self._state.write_state_batch({PENDING_PREFIX + a: own_value if a in own else b"" for a in fresh})
+        fresh = {
+            a: PendingChunk(tag.uid, storers={self.overlay}, near=self._own_radius(), needed=receipts)
+            if a in own
+            else PendingChunk(tag.uid, needed=receipts)
+            for a in to_push
+            if a not in self._pending
+        }
+        raised = [a for a in to_push if a not in fresh and self._pending[a].needed < receipts]
+        for address in raised:  # pending for a single-receipt upload, now wanted durable
+            self._pending[address].needed = receipts
+        changed = {**fresh, **{a: self._pending[a] for a in raised}}
+        self._state.write_state_batch({PENDING_PREFIX + a: entry.value for a, entry in changed.items()})
         for address in to_push:
             tag.waiting.add(address)
-            if address not in self._pending:
-                storers = {self.overlay} if address in own else set()
-                near = self._own_radius() if address in own else None
-                self._pending[address] = PendingChunk(tag.uid, storers=storers, near=near)
+            if address in fresh:
+                self._pending[address] = fresh[address]
                 self._send.send_nowait(address)
         self.version += 1
         tag._changed()
@@ -261,7 +285,7 @@ class Pusher:
             todo = [
                 (chunk, frozenset(self._pending[a].storers), self._pending[a].near)
                 for a, chunk in chunks.items()
-                if a in self._pending and not self.durable(self._pending[a].storers)
+                if a in self._pending and not self.settled(self._pending[a])
             ]
             if not todo or not self._has_peers():
                 break
@@ -275,10 +299,8 @@ class Pusher:
             if not attested:
                 break
         pending = [a for a in chunks if a in self._pending]
-        self._settle_many([a for a in pending if self.durable(self._pending[a].storers)])
-        signed = {
-            PENDING_PREFIX + a: storers_value(self._pending[a].storers) for a in pending if a in self._pending
-        }
+        self._settle_many([a for a in pending if self.settled(self._pending[a])])
+        signed = {PENDING_PREFIX + a: self._pending[a].value for a in pending if a in self._pending}
         if signed:  # signed for by some: a restart goes on from there
             self._state.write_state_batch(signed)
 
@@ -318,9 +340,14 @@ class Pusher:
         """Two distinct storers, at least one of them not this node."""
         return len(storers) >= 2 and any(storer != self.overlay for storer in storers)
 
+    def settled(self, entry: PendingChunk) -> bool:
+        """As many receipts as the chunk's upload asked: durable, or one storer's for a
+        single-receipt upload."""
+        return self.durable(entry.storers) if entry.needed >= 2 else bool(entry.storers)
+
     async def _push_until_durable(self, address: bytes, chunk: Chunk, entry: PendingChunk) -> None:
         """Push until enough storers signed; raises PushFailed to be tried again later."""
-        while not self.durable(entry.storers):
+        while not self.settled(entry):
             if not self._has_peers():
                 if self.overlay in entry.storers:
                     return  # alone: this node's own copy is all the swarm has
@@ -336,8 +363,8 @@ class Pusher:
             entry.storers.add(storer)
             entry.near = receipt.radius if entry.near is None else min(entry.near, receipt.radius)
             self.receipts += 1
-            if not self.durable(entry.storers):
-                self._state.write_state_batch({PENDING_PREFIX + address: storers_value(entry.storers)})
+            if not self.settled(entry):
+                self._state.write_state_batch({PENDING_PREFIX + address: entry.value})
 
     def _tags_waiting(self, address: bytes) -> list[Tag]:
         return [tag for tag in self._tags.values() if address in tag.waiting]

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 from kademlia.forwarding import get_forwarding
 from pot import MAX_PO
+from swarm.sim.storage import STORAGE_MODELS
 
 __all__ = [
     "OVERLAY_BYTES",
@@ -54,7 +55,9 @@ class SimParams:
     ``BroadcastBinSize``: 2 in earlier releases, 4 now; with bounded address books 2 fills them as well,
     the same known peers, connections and gaps at 4,096 nodes, for 28 % less time). ``forwarding``: the
     next-hop rule of ``kademlia.forwarding`` (``closest``: greedy; ``spread``: the least recently used
-    of the equally close peers; ``spreadK``: of those within K POs of the closest).
+    of the equally close peers; ``spreadK``: of those within K POs of the closest). ``storage``: which
+    nodes hold a chunk (``swarm.sim.storage``: ``area``, the nodes responsible for it; ``pull``, what
+    the sync rule brings to nodes whose reserves are not full, as a young real swarm holds).
     """
 
     seed: int = 1
@@ -70,6 +73,7 @@ class SimParams:
     gossip_bin_size: int = 2
     known_per_bin: int = 16
     forwarding: str = "closest"
+    storage: str = "area"
 
     def __post_init__(self) -> None:
         if self.known is not None and not 0.0 < self.known <= 1.0:
@@ -91,6 +95,10 @@ class SimParams:
         if self.known_per_bin < 1:
             raise ValueError(f"known peers per bin must be at least 1, got {self.known_per_bin}")
         get_forwarding(self.forwarding)
+        if self.storage not in STORAGE_MODELS:
+            raise ValueError(
+                f"storage model must be one of {', '.join(STORAGE_MODELS)}, got {self.storage!r}"
+            )
 
     @property
     def gossip(self) -> bool:

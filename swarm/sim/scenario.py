@@ -150,7 +150,8 @@ def run_scenario(key: GridKey, params: SimParams, observe: Observer) -> tuple[Si
     net.settle(MAX_SETTLE_ROUNDS)
     settled_after = net.rounds
     lookups = random.Random(derived_seed("lookups", params.seed, key.nodes, key.run))
-    store = ChunkStore(net, random.Random(derived_seed("chunks", params.seed, key.nodes, key.run)))
+    chunks = random.Random(derived_seed("chunks", params.seed, key.nodes, key.run))
+    store = ChunkStore(net, chunks, storage=params.storage)
     if params.churn <= 0:
         _lookups(net, store, lookups, params.lookups, observe)
         return net, settled_after

@@ -141,8 +141,13 @@ async function main() {
   await run('fetchLatestFeedUpdate', async () => (await reader.fetchLatestFeedUpdate(topic, owner)).feedIndex.toBigInt().toString())
   await run('isFeedRetrievable', () => reader.isFeedRetrievable(owner, topic))
 
-  // -- PSS: subscribed at the reader, sent at the writer
+  // -- PSS: subscribed at the reader, sent at the writer to the reader's neighbourhood (its
+  // overlay's first byte) and sealed for its key; a message to another neighbourhood is not handed on
   const pssTopic = Topic.fromString('bee-js pss')
+  const readerAddresses = await reader.getNodeAddresses()
+  const pssTarget = readerAddresses.overlay.toHex().slice(0, 2)
+  const elsewhere = ((parseInt(pssTarget, 16) ^ 0x80).toString(16)).padStart(2, '0')
+  const pssKey = readerAddresses.pssPublicKey
   await run('pssSubscribe', async () => {
     const got = []
     const subscription = reader.pssSubscribe(pssTopic, {
@@ -152,19 +157,22 @@ async function main() {
     })
     await sleep(500)
     try {
-      await sendUntil(() => got.length > 0, () => writer.pssSend(batch, pssTopic, '00', 'hello over pss'))
+      await sendUntil(() => got.length > 0, async () => {
+        await writer.pssSend(batch, pssTopic, elsewhere, 'not for the reader')
+        await writer.pssSend(batch, pssTopic, pssTarget, 'hello over pss', pssKey)
+      })
     } finally {
       subscription.cancel()
     }
-    return got[0]
+    return got
   })
-  await run('pssSend', () => writer.pssSend(batch, pssTopic, '00', 'sent'))
+  await run('pssSend', () => writer.pssSend(batch, pssTopic, pssTarget, 'sent', pssKey))
   await run('pssReceive', async () => {
     const received = reader.pssReceive(pssTopic, 20000)
     await sleep(500)
     let done = false
     received.then(() => { done = true }, () => { done = true })
-    await sendUntil(() => done, () => writer.pssSend(batch, pssTopic, '00', 'received once'))
+    await sendUntil(() => done, () => writer.pssSend(batch, pssTopic, pssTarget, 'received once'))
     return (await received).toUtf8()
   })
 

@@ -39,10 +39,18 @@ async function main() {
   } catch (error) {
     withoutAct = String(error.message)
   }
+  // a file under a manifest, with the same access control (POST /bzz, GET /bzz/...)
+  const sharedFile = await writer.uploadFile(batch, Buffer.from('a file for the reader'), 'shared.txt', {
+    act: true, actHistoryAddress: granted.historyref, contentType: 'text/plain',
+  })
+  const openedFile = await reader.downloadFile(sharedFile.reference, '', {
+    actPublisher: writerKey, actHistoryAddress: sharedFile.historyAddress.getOrThrow(),
+  })
   out.act = {
     history: history.toHex() === granted.historyref.toHex(),
     same: Buffer.from(opened.toUint8Array()).equals(secret),
     withoutAct,
+    file: { name: openedFile.name, text: openedFile.data.toUtf8() },
   }
   process.stdout.write(JSON.stringify(out))
 }
