@@ -345,10 +345,13 @@ class Node:
         Uploaded updates of a feed someone follows are pushed to the followers too (docs/live.md)."""
         return self.uploads.store_and_push(chunks, verified=verified)[0]
 
-    async def upload_chunks(self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True) -> int:
+    async def upload_chunks(
+        self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True, receipts: int = 2
+    ) -> int:
         """`store_chunks`, then (``wait``) until they are durable: two nodes of their neighbourhood
-        signed for each (swarm/reserve/pusher.py); returns how many were new."""
-        return await self.uploads.put(chunks, verified=verified, wait=wait)
+        signed for each (``receipts=1``: one storer; swarm/reserve/pusher.py); returns how many
+        were new."""
+        return await self.uploads.put(chunks, verified=verified, wait=wait, receipts=receipts)
 
     async def _verify_chunks(self, chunks: list[Chunk]) -> list[str | None]:
         """Each chunk's problem (None if valid), found on a verifier worker if there is one."""

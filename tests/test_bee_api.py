@@ -45,6 +45,7 @@ class FakeNode:
         self.chunks: dict[bytes, Chunk] = {}
         self.ready = True
         self.gets = 0
+        self.receipts: list[int] = []  # what each upload asked for (Swarm-Receipts)
 
     async def get_chunk(self, address: bytes) -> Chunk:
         self.gets += 1
@@ -56,7 +57,8 @@ class FakeNode:
     def has_chunk(self, address: bytes) -> bool:
         return address in self.chunks
 
-    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False) -> None:
+    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False, receipts: int = 2) -> None:
+        self.receipts.append(receipts)
         for chunk in chunks:
             chunk.verify()
             self.chunks[chunk.address] = chunk
@@ -166,6 +168,15 @@ async def test_post_soc_as_bee_js_does(client: httpx.AsyncClient, node: FakeNode
     assert "swarm-soc-signature" in got.headers["access-control-expose-headers"]
     root = await client.get(path, headers={"swarm-only-root-chunk": "true"})
     assert root.content == soc.wrapped
+    # Swarm-Receipts: 1 reaches the node (one storer's receipt); durable (2) otherwise; 3 is a 400
+    single = make_soc(KEY, os.urandom(32), b"one receipt")
+    path = f"/soc/{KEY.owner.hex()}/{single.id.hex()}"
+    params = {"sig": single.signature.hex()}
+    for header, status in (("1", 201), ("3", 400)):
+        headers = {**BEE_UPLOAD_HEADERS, "swarm-receipts": header}
+        answer = await client.post(path, params=params, content=single.wrapped, headers=headers)
+        assert answer.status_code == status, answer.text
+    assert node.receipts == [2, 1]
 
 
 async def test_forged_socs_are_refused_with_a_message(client: httpx.AsyncClient, node: FakeNode) -> None:

@@ -395,6 +395,19 @@ async def test_uploads_reach_their_neighbourhood_and_come_back_receipted(tmp_pat
             assert after.pending_push == 0
             for chunk in far:
                 assert any(n.store.has(chunk.address) for n in nodes[2:]), chunk.address.hex()
+            # one chunk by POST /chunks: one peer's receipt when asked for one, two by default
+            rng = random.Random(7)
+            candidates = (Chunk.from_payload(rng.randbytes(4096)) for _ in range(10**4))
+            far_chunks = (c for c in candidates if c.address[0] >> 7)
+            chunks_url = f"http://127.0.0.1:{uploader.api_port}/chunks"
+            for receipts in (1, 2):
+                chunk = next(far_chunks)
+                before = uploader.statistics().reserve
+                async with httpx.AsyncClient(timeout=90) as client:
+                    headers = {"swarm-receipts": str(receipts)}
+                    posted = await client.post(chunks_url, content=chunk.data, headers=headers)
+                assert posted.status_code == 201, posted.text
+                assert uploader.statistics().reserve.receipts - before.receipts == receipts
             nursery.cancel_scope.cancel()
 
 

@@ -75,7 +75,7 @@ class Node(Protocol):
     def store(self) -> ChunkLookup: ...
 
     async def upload_chunks(
-        self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True
+        self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True, receipts: int = 2
     ) -> int: ...
 
     @property

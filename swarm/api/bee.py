@@ -39,7 +39,7 @@ from chunks.soc import ID_SIZE, InvalidSoc, parse_soc, soc_address, soc_from_par
 from swarm.api.bee_status import BEE_API_VERSION, BEE_VERSION, status_routes
 from swarm.api.bee_types import BeeBackend
 from swarm.api.downloads import FileTooLarge, TreeResponse, file_response
-from swarm.api.input import HttpError, error_response, parse_hex, parse_uint, read_body
+from swarm.api.input import HttpError, error_response, parse_hex, parse_uint, read_body, receipts_header
 from swarm.api.upload_postage import UploadPostage
 from swarm.feeds.finder import find_at, find_latest, get_update, resolve_root
 from swarm.feeds.lookup import DEFAULT_MAX_PROBES
@@ -193,7 +193,8 @@ class _ChunkRoutes:
             except InvalidSoc as exc:
                 raise HttpError(400, str(exc)) from None
         self.postage.stamp(batch, [chunk])
-        await self.backend.put_chunks([chunk], deferred=_flag(request, "swarm-deferred-upload"))
+        deferred = _flag(request, "swarm-deferred-upload")
+        await self.backend.put_chunks([chunk], deferred=deferred, receipts=receipts_header(request))
         return _created(chunk.address)
 
     async def get_chunk(self, request: Request) -> Response:
@@ -222,7 +223,7 @@ class _ChunkRoutes:
         deferred = _flag(request, "swarm-deferred-upload")
         chunk = Chunk.from_soc(soc)
         self.postage.stamp(batch, [chunk])
-        await self.backend.put_chunks([chunk], deferred=deferred)
+        await self.backend.put_chunks([chunk], deferred=deferred, receipts=receipts_header(request))
         return _created(soc.address)
 
     async def get_soc(self, request: Request) -> _Answer:

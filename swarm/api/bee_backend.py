@@ -58,8 +58,8 @@ class NodeBeeBackend:
     def has_chunk(self, address: bytes) -> bool:
         return self._has_chunk(address)
 
-    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False) -> None:
-        await self._upload_chunks(chunks, wait=not deferred)
+    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False, receipts: int = 2) -> None:
+        await self._upload_chunks(chunks, wait=not deferred, receipts=receipts)
 
     def node_info(self) -> BeeNodeInfo:
         stats = self._statistics()

@@ -81,9 +81,10 @@ class BeeBackend(Protocol):
         """Whether the local store holds the chunk (never asks the network)."""
         ...
 
-    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False) -> None:
+    async def put_chunks(self, chunks: list[Chunk], *, deferred: bool = False, receipts: int = 2) -> None:
         """Store chunks a client uploaded (each already verified by the route) and push them; return
-        once they are durable (two nodes of their neighbourhood signed), or at once if ``deferred``
+        once they are durable (two nodes of their neighbourhood signed; ``receipts=1``: one
+        storer, ``Swarm-Receipts: 1``), or at once if ``deferred``
         (``Swarm-Deferred-Upload: true``)."""
         ...
 

@@ -44,7 +44,9 @@ class ChunkLookup(Protocol):
 
 
 class ChunkUploader(Protocol):
-    async def __call__(self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True) -> int: ...
+    async def __call__(
+        self, chunks: list[Chunk], *, verified: bool = False, wait: bool = True, receipts: int = 2
+    ) -> int: ...
 
 
 def chunk_routes(
@@ -65,7 +67,8 @@ def chunk_routes(
         else:
             chunk = Chunk.from_soc(parse_soc(data))  # a full single-owner chunk, signature checked
         postage.stamp(batch, [chunk])
-        await upload_chunks([chunk], verified=True, wait=not flag(request, "swarm-deferred-upload"))
+        wait = not flag(request, "swarm-deferred-upload")
+        await upload_chunks([chunk], verified=True, wait=wait, receipts=receipts_header(request))
         return JSONResponse({"reference": chunk.address.hex()}, status_code=201)
 
     async def get_chunk(request: Request) -> Response:

@@ -75,22 +75,22 @@ class Uploads:
         tag = (self.pusher.tag(uid) if uid is not None else None) or self.pusher.new_tag()
         return UploadSession(tag, self._store, receipts)
 
-    def store_and_push(self, chunks: list[Chunk], *, verified: bool) -> tuple[int, Tag]:
+    def store_and_push(self, chunks: list[Chunk], *, verified: bool, receipts: int = 2) -> tuple[int, Tag]:
         """Chunks uploaded one by one (``POST /chunks``, Bee's SOC and feed routes, a space's
         messages): stored, and pushed like a file's; returns how many were new and their tag, which
-        `Tag.wait` waits on until they are durable."""
+        `Tag.wait` waits on until each has ``receipts`` (2: durable, 1: one storer's)."""
         tag = self.pusher.new_tag()
         new = self._store_chunks_checked(chunks, verified)
         tag.seen += len(chunks) - new
         addresses = [chunk.address for chunk in chunks]
-        self.pusher.add(tag, addresses)
+        self.pusher.add(tag, addresses, receipts=receipts)
         self.pusher.finish(tag, addresses[0] if addresses else bytes(32), addresses)
         return new, tag
 
-    async def put(self, chunks: list[Chunk], *, verified: bool, wait: bool) -> int:
-        """`store_and_push`, then (``wait``) until every chunk is durable or `receipt_timeout`
+    async def put(self, chunks: list[Chunk], *, verified: bool, wait: bool, receipts: int = 2) -> int:
+        """`store_and_push`, then (``wait``) until every chunk has its receipts or `receipt_timeout`
         passes; returns how many were new."""
-        new, tag = self.store_and_push(chunks, verified=verified)
+        new, tag = self.store_and_push(chunks, verified=verified, receipts=receipts)
         if wait:
             await tag.wait(self.receipt_timeout)
         return new
