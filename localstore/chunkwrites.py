@@ -125,4 +125,3 @@ class ChunkWrites:
         except BaseException:
             self._index.mark_stale()
             raise
-

@@ -62,11 +62,11 @@ def test_each_kind_of_line_has_its_budget_and_a_summary_says_what_was_not_logged
     assert caplog.records[-1].getMessage() == "bad record 7"
 
 
-
 def allowed_lines(budgets: LogBudgets, elapsed: float) -> int:
     """The lines a flood lasting `elapsed` seconds may write: per window, the budget's burst and
     the node's summary line (a loaded machine may stretch the flood over more than one window)."""
     return (budgets.burst + 1) * max(1, math.ceil(elapsed / budgets.window))
+
 
 async def test_a_flood_of_bad_gossip_records_writes_at_most_the_budget(
     tmp_path: Path, caplog: pytest.LogCaptureFixture

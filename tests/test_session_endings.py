@@ -42,4 +42,3 @@ def test_a_pruning_peer_we_dialled_is_backed_off_but_pruning_others_is_clean() -
     assert broken_off(pruned, outbound=True)
     assert not broken_off(pruned, outbound=False)  # it dialled us, then pruned: nothing to redial
     assert not broken_off(Disconnect("local", GoodbyeCode.PRUNED, ""), outbound=True)
-

@@ -66,4 +66,3 @@ def dashboard_routes() -> list[Route]:
         Route("/dashboard", _dashboard, methods=["GET"]),
         Route("/dashboard/{name}", _asset, methods=["GET"]),
     ]
-
