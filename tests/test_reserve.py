@@ -157,8 +157,10 @@ def test_pins_count_shared_chunks_and_persist(tmp_path: Path) -> None:
         assert sorted(pins.unpin(root1) or []) == sorted([root1, a]), "b is still pinned by root2"
         assert b in pins and a not in pins
         assert pins.unpin(root1) is None
-        with pytest.raises(ValueError, match="32 bytes"):
+        with pytest.raises(ValueError, match="32 or 64 bytes"):
             pins.pin(b"short", [])
+        encrypted = bytes(range(64))  # an encrypted file's root: its address, then its key
+        assert pins.pin(encrypted, [a]) and pins.roots()[encrypted] == 1 and a in pins
 
 
 def test_guarded_chunks_wait_and_leases_expire(tmp_path: Path) -> None:

@@ -154,6 +154,7 @@ def test_files_are_written(outputs: Outputs) -> None:
         "gossip_bin_size": 2,
         "known_per_bin": 16,
         "forwarding": "closest",
+        "storage": "area",
         "partitions": 3,
     }
     assert run["spark"]["master"] == "local[2]"
