@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["FORWARDING", "Forwarding", "LoadBook", "get_forwarding", "pick_peer"]
+__all__ = ["DEFAULT_FORWARDING", "FORWARDING", "Forwarding", "LoadBook", "get_forwarding", "pick_peer"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ FORWARDING: dict[str, Forwarding] = {
         Forwarding("spread2", 2),
     )
 }
+# docs/simulation.md, "Load-aware forwarding": spreading over equally close peers
+DEFAULT_FORWARDING = "spread"
 
 
 def get_forwarding(name: str) -> Forwarding:

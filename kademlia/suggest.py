@@ -32,6 +32,7 @@ from pot import Cover, Gap, Pot, biggest_covered_gap, hottest_covered_gap
 from .table import PeerTable
 
 __all__ = [
+    "DEFAULT_STRATEGY",
     "STRATEGIES",
     "FirstStrategy",
     "GapStrategy",
@@ -178,6 +179,9 @@ STRATEGIES: dict[str, SuggestionStrategy] = {
     s.name: s
     for s in (FirstStrategy(), GapStrategy(), TemperatureStrategy(), HottestStrategy(), LoadedStrategy())
 }
+# What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
+# coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
+DEFAULT_STRATEGY = "temperature"
 
 
 def get_strategy(name: str) -> SuggestionStrategy:

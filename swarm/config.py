@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kademlia.forwarding import DEFAULT_FORWARDING
+from kademlia.suggest import DEFAULT_STRATEGY
 from localstore.cache import DEFAULT_CACHE_BYTES
 from localstore.capacity import DEFAULT_CAPACITY
 from swarm.live.config import LiveConfig
@@ -13,11 +15,6 @@ from syncer.pull_config import PullerConfig
 
 __all__ = ["CHANNELS", "DEFAULT_FORWARDING", "DEFAULT_STRATEGY", "NodeConfig"]
 
-# What the simulations (`swarm sim`, docs/simulation.md) show best: the biggest gaps smallest, the
-# coolest gaps and the fewest hops, level with `gap` within noise and ahead of `first`.
-DEFAULT_STRATEGY = "temperature"
-# docs/simulation.md, "Load-aware forwarding": spreading over equally close peers
-DEFAULT_FORWARDING = "spread"
 CHANNELS = ("tls", "plain")
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
-import os
 import subprocess
 import sys
 from collections import deque
@@ -34,7 +33,7 @@ from syncer.verify_worker import (
     frame_length,
 )
 
-__all__ = ["MAX_BATCH", "ChunkVerifier", "Verdicts", "default_workers"]
+__all__ = ["MAX_BATCH", "ChunkVerifier", "Verdicts"]
 
 log = logging.getLogger(__name__)
 
@@ -42,15 +41,6 @@ MAX_WORKERS = 8
 PIPE_SIZE = 1 << 20
 SEND_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
-
-
-def default_workers() -> int:
-    """One worker per core this process may run on beyond the first (the node's own), at most 4."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cores = os.cpu_count() or 1
-    return max(0, min(4, cores - 1))
 
 
 class Verdicts:

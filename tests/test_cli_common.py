@@ -27,3 +27,20 @@ def test_int_in_shows_a_bound_as_asked() -> None:
     assert parse(str(2**64 - 1)) == 2**64 - 1
     with pytest.raises(argparse.ArgumentTypeError, match=r"expected a feed index, 0\.\.2\*\*64-1, got"):
         parse(str(2**64))
+
+
+def test_building_the_command_line_imports_no_node_machinery() -> None:
+    """Every `swarm` command builds the whole parser: it must not import trio, the wire protocol
+    or the node's live service for its option defaults (that cost a third of a second on each
+    command, `swarm --help` included)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from swarm.cli.main import build_parser; build_parser(); "
+        "print(sorted(m for m in ('trio', 'streamer.messages', 'swarm.live.config', 'swarm.node') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

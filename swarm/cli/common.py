@@ -136,8 +136,8 @@ def add_data_dir_option(p: argparse.ArgumentParser) -> None:
 def add_suggest_option(p: argparse.ArgumentParser) -> None:
     """``--suggest`` (every strategy of ``kademlia.STRATEGIES``) and ``--forwarding``."""
     from kademlia import STRATEGIES
-    from kademlia.forwarding import FORWARDING
-    from swarm.config import DEFAULT_FORWARDING, DEFAULT_STRATEGY
+    from kademlia.forwarding import DEFAULT_FORWARDING, FORWARDING
+    from kademlia.suggest import DEFAULT_STRATEGY
 
     p.add_argument(
         "--suggest",

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 from pathlib import Path
 from typing import Any
-
-import trio
 
 from localstore.cache import DEFAULT_CACHE_BYTES
 from swarm.cli.common import (
@@ -28,14 +27,22 @@ from swarm.cli.common import (
 )
 from swarm.cli.reserve import add_capacity_option, neighbourhood_size
 from swarm.cli.space_args import add_space_node_options, space_config
-from swarm.live.config import LiveConfig
 from swarm.live.pruning import DEFAULT_EAGER
-from syncer.verifier import default_workers
 
 __all__ = ["add_node_parser", "cmd_node", "network_range"]
 
 
 eager_paths = int_in("a number of paths", 0, 64)
+
+
+def default_workers() -> int:
+    """Verifier workers by default: one per core this process may run on beyond the first (the
+    node's own), at most 4."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(4, cores - 1))
 
 
 def network_range(text: str) -> str:
@@ -174,8 +181,13 @@ def add_node_parser(sub: Any) -> None:
 
 
 def cmd_node(args: argparse.Namespace) -> int:
+    # imported here, not at the top: every `swarm` command builds this parser (about a tenth of a
+    # second saved on each, `swarm --help` included)
+    import trio
+
     from swarm.config import NodeConfig
     from swarm.failures import describe_node_failure
+    from swarm.live.config import LiveConfig
 
     config = NodeConfig(
         data_dir=Path(args.data_dir),
@@ -215,6 +227,8 @@ def cmd_node(args: argparse.Namespace) -> int:
 
 
 async def _run_node(config: Any) -> None:
+    import trio
+
     from swarm.node import Node
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

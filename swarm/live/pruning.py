@@ -32,8 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from swarm.live.messages import Chain
+if TYPE_CHECKING:  # for annotations only: `swarm node --help` reads DEFAULT_EAGER without the wire
+    from swarm.live.messages import Chain
 
 __all__ = [
     "DEFAULT_EAGER",
