@@ -22,7 +22,7 @@ from chunks import Chunk
 from swarm.api import downloads
 from swarm.files.chunker import split_bytes
 from swarm.node import Node
-from swarm.testing import node_config, preload, start_node, wait_for
+from swarm.testing import node_with_client, preload, wait_for
 
 DATA = random.Random(5).randbytes(1_100_000)  # root -> 3 intermediate chunks -> 269 data chunks
 REFERENCE, CHUNKS = split_bytes(DATA)
@@ -34,11 +34,8 @@ LEAVES = [c for c in CHUNKS if c.span <= 4096]
 async def node_holding(data_dir: Path, chunks: list[Chunk]) -> AsyncIterator[tuple[Node, httpx.AsyncClient]]:
     """A node (no peers) whose store holds `chunks`, and a client of its API."""
     preload(data_dir, chunks)
-    async with trio.open_nursery() as nursery:
-        node = await start_node(nursery, node_config(data_dir, retrieve_timeout=2.0))
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{node.api_port}", timeout=30) as client:
-            yield node, client
-        nursery.cancel_scope.cancel()
+    async with node_with_client(data_dir, retrieve_timeout=2.0) as (node, client):
+        yield node, client
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from chunks.feeds import make_update_v1, topic_from_text
 from swarm.api import downloads
 from swarm.manifest.paths import content_type_for, feed_manifest
 from swarm.manifest.trie import save
-from swarm.testing import node_config, start_node
+from swarm.testing import node_with_client
 
 BIG = random.Random(7).randbytes(300_000)
 SITE = {
@@ -44,12 +44,8 @@ def tar_of(files: dict[str, bytes]) -> bytes:
 
 @asynccontextmanager
 async def api(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    async with trio.open_nursery() as nursery:
-        node = await start_node(nursery, node_config(tmp_path / "n", retrieve_timeout=2.0))
-        base = f"http://127.0.0.1:{node.api_port}"
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-            yield client
-        nursery.cancel_scope.cancel()
+    async with node_with_client(tmp_path / "n", retrieve_timeout=2.0) as (_, client):
+        yield client
 
 
 async def upload_site(client: httpx.AsyncClient, **headers: str) -> str:

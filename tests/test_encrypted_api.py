@@ -6,8 +6,7 @@ is a 404, a bad reference a 400."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import httpx
@@ -18,20 +17,15 @@ from chunks import CHUNK_SIZE, Chunk
 from swarm.api import downloads
 from swarm.files.encryption import open_encrypted
 from swarm.node import Node
-from swarm.testing import node_config, start_node
+from swarm.testing import node_with_client
 from tests.test_bzz_api import tar_of
 
 DATA = random.Random(11).randbytes(600_000)  # 147 data chunks: root -> 3 intermediates (64 refs each)
 ENCRYPT = {"swarm-encrypt": "true"}
 
 
-@asynccontextmanager
-async def api(data_dir: Path) -> AsyncIterator[tuple[Node, httpx.AsyncClient]]:
-    async with trio.open_nursery() as nursery:
-        node = await start_node(nursery, node_config(data_dir, retrieve_timeout=1.0))
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{node.api_port}", timeout=30) as client:
-            yield node, client
-        nursery.cancel_scope.cancel()
+def api(data_dir: Path) -> AbstractAsyncContextManager[tuple[Node, httpx.AsyncClient]]:
+    return node_with_client(data_dir, retrieve_timeout=1.0)
 
 
 async def test_encrypted_upload_and_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

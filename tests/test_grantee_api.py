@@ -4,8 +4,7 @@ grantee (and only they) finds the access key with its own private key, as a Bee 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import httpx
@@ -19,7 +18,7 @@ from swarm.files.encryption import transcrypt
 from swarm.files.transfer import read_file, tree_fetch
 from swarm.manifest.reader import ManifestReader
 from swarm.node import Node
-from swarm.testing import node_config, start_node
+from swarm.testing import node_with_client
 
 ALICE, BOB, CAROL = (Secp256k1Key.from_hex(f"{i:064x}") for i in (11, 12, 13))
 
@@ -28,13 +27,8 @@ def hexkey(key: Secp256k1Key) -> str:
     return key.public_key_compressed.hex()
 
 
-@asynccontextmanager
-async def api(data_dir: Path) -> AsyncIterator[tuple[Node, httpx.AsyncClient]]:
-    async with trio.open_nursery() as nursery:
-        node = await start_node(nursery, node_config(data_dir, retrieve_timeout=1.0))
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{node.api_port}", timeout=30) as client:
-            yield node, client
-        nursery.cancel_scope.cancel()
+def api(data_dir: Path) -> AbstractAsyncContextManager[tuple[Node, httpx.AsyncClient]]:
+    return node_with_client(data_dir, retrieve_timeout=1.0)
 
 
 async def access_keys(node: Node, history: bytes) -> dict[str, list[bytes | None]]:

@@ -9,7 +9,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,19 @@ async def start_node(nursery: trio.Nursery, config: NodeConfig, **kwargs: object
     node = Node(config, **kwargs)  # type: ignore[arg-type]
     await nursery.start(node.run)
     return node
+
+
+@asynccontextmanager
+async def node_with_client(
+    data_dir: Path, **overrides: object
+) -> AsyncIterator[tuple[Node, httpx.AsyncClient]]:
+    """A node in this process (`node_config(data_dir, **overrides)`) and a client of its API;
+    both stop when the block ends."""
+    async with trio.open_nursery() as nursery:
+        node = await start_node(nursery, node_config(data_dir, **overrides))
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{node.api_port}", timeout=30) as client:
+            yield node, client
+        nursery.cancel_scope.cancel()
 
 
 async def wait_for(condition: Callable[[], bool], *, timeout: float = 20.0, interval: float = 0.05) -> None:
