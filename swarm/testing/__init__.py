@@ -50,9 +50,7 @@ async def start_node(nursery: trio.Nursery, config: NodeConfig, **kwargs: object
 
 
 @asynccontextmanager
-async def node_with_client(
-    data_dir: Path, **overrides: object
-) -> AsyncIterator[tuple[Node, httpx.AsyncClient]]:
+async def node_with_client(data_dir: Path, **overrides: Any) -> AsyncIterator[tuple[Node, httpx.AsyncClient]]:
     """A node in this process (`node_config(data_dir, **overrides)`) and a client of its API;
     both stop when the block ends."""
     async with trio.open_nursery() as nursery:
