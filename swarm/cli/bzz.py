@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
-from swarm.cli.common import CliError, target_api
+from swarm.cli.common import CliError, hex_of_size, target_api
 
 __all__ = ["add_manifest_parser", "cmd_feed_manifest", "cmd_manifest_ls", "directory_files", "upload_request"]
 
@@ -154,12 +154,8 @@ async def _entries(url: str, reference: bytes) -> Any:
 
 
 def _reference(text: str) -> bytes:
-    raw = text.removeprefix("0x")
-    try:
-        reference = bytes.fromhex(raw)
-    except ValueError:
-        reference = b""
-    if len(reference) != 32:
+    reference = hex_of_size(text, 32)
+    if reference is None:
         raise CliError(f"a reference is 64 hex characters, got {text!r}")
     return reference
 

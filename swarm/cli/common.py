@@ -71,6 +71,16 @@ def seconds_in(low: float, high: float) -> Callable[[str], float]:
 positive_seconds = seconds_in(0.1, 3600)
 
 
+def hex_of_size(text: str, size: int) -> bytes | None:
+    """``size`` bytes from hex (a ``0x`` prefix allowed); None if ``text`` is not exactly that.
+    Callers raise the error their context needs (argparse's, or a command's)."""
+    try:
+        raw = bytes.fromhex(text.removeprefix("0x"))
+    except ValueError:
+        return None
+    return raw if len(raw) == size else None
+
+
 def api_get(url: str, path: str) -> Any:
     """GET a JSON document from a node's API, turning failures into one clear line."""
     import httpx  # imported here: `swarm node` never needs it, and it takes a tenth of its start-up

@@ -27,6 +27,7 @@ from swarm.cli.common import (
     CliError,
     add_target_options,
     feed_update_line,
+    hex_of_size,
     print_json,
     response_message,
     target_api,
@@ -44,12 +45,8 @@ def _client() -> Any:
 
 
 def _owner(text: str) -> bytes:
-    raw = text.removeprefix("0x")
-    try:
-        owner = bytes.fromhex(raw)
-    except ValueError:
-        owner = b""
-    if len(owner) != 20:
+    owner = hex_of_size(text, 20)
+    if owner is None:
         raise argparse.ArgumentTypeError(f"an owner is 40 hex characters (an Ethereum address), got {text!r}")
     return owner
 
@@ -61,12 +58,8 @@ def _topic(text: str) -> bytes:
 
 
 def _reference(text: str) -> bytes:
-    raw = text.removeprefix("0x")
-    try:
-        reference = bytes.fromhex(raw)
-    except ValueError:
-        reference = b""
-    if len(reference) != 32:
+    reference = hex_of_size(text, 32)
+    if reference is None:
         raise argparse.ArgumentTypeError(f"a reference is 64 hex characters, got {text!r}")
     return reference
 
