@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -55,7 +56,6 @@ from swarm.reserve.status import reserve_status
 from swarm.reserve_assembly import ReserveInputs, build_reserve_services
 from swarm.spaces.live_source import live_follow
 from swarm.spaces.service import NodeChunks, SpaceService
-from swarm.statistics import NodeStatistics, collect_statistics
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
@@ -63,7 +63,15 @@ from syncer.puller import Puller, SyncRule
 from syncer.transfers import Transfers
 from syncer.verifier import ChunkVerifier
 
+if TYPE_CHECKING:
+    from swarm.statistics import NodeStatistics
+
 log = logging.getLogger(__name__)
+
+API_HEAD_START = 0.5
+"""Seconds at most that a node with bootnodes gives its first sync before it imports its HTTP API:
+the API's modules take a tenth of a second or more of CPU to import, which would hold the GIL
+against the sync's first round trips (benches/sync.py; docs/performance.md, "start-up")."""
 
 
 class Node:
@@ -82,6 +90,7 @@ class Node:
         self.p2p_port = 0
         self.api_port: int | None = None
         self.log_budgets = LogBudgets()  # what peers can make the node log, per kind and window
+        self._chunks_arrived = trio.Event()  # the first chunks entered the store
 
     # -- composition --------------------------------------------------------------------------
 
@@ -242,6 +251,7 @@ class Node:
         be over capacity."""
         self.transfers.stored(addresses)
         self.reserve_worker.wake()
+        self._chunks_arrived.set()
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
@@ -291,9 +301,12 @@ class Node:
                     )
                 if config.api_port is not None:
                     # The API's modules (the web framework, the server) take a tenth of a second
-                    # or more to import: in a thread, while the dials above wait for their peers,
-                    # not in their way (the peers' handshakes need no API).
+                    # or more to import. The dials above go first: the import waits until the
+                    # sync has begun (or had nothing to do), then runs in a thread, where the
+                    # peers' traffic still gets the GIL at every switch interval.
                     # Whatever goes wrong there is met again, and reported, by the import below.
+                    if config.peers:
+                        await self._let_sync_start()
                     with contextlib.suppress(Exception):
                         await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
                     from swarm.api.app import serve_api
@@ -308,6 +321,15 @@ class Node:
                     "node %s listening on %s:%d, API %s", self.overlay.hex(), config.host, self.p2p_port, api
                 )
                 task_status.started()
+
+    async def _let_sync_start(self) -> None:
+        """Return once chunks have arrived, or every connected peer is synced with (it had
+        nothing to give), or after API_HEAD_START seconds (no peer answered)."""
+        with trio.move_on_after(API_HEAD_START):
+            while not (self.sessions.peers and self.puller.fully_synced()):
+                with trio.move_on_after(0.02):
+                    await self._chunks_arrived.wait()
+                    return
 
     async def _summarise_logs(self) -> None:
         """Every window of the log budgets: one line per kind of line not logged in full."""
@@ -379,6 +401,9 @@ class Node:
 
     def statistics(self) -> NodeStatistics:
         """One immutable snapshot of everything the node reports."""
+        # imported here (by the API's thread first): not on the way to the node's first dial
+        from swarm.statistics import collect_statistics
+
         return collect_statistics(
             overlay=self.overlay,
             store=self.store,
