@@ -37,7 +37,6 @@ from localstore.store import LocalStore
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity
 from streamer.messages import GoodbyeCode
-from swarm.act.service import GranteeService
 from swarm.api.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.live.assembly import build_live_service
@@ -49,13 +48,10 @@ from swarm.net.retrieval import Retrieval
 from swarm.network_assembly import build_network_services
 from swarm.node_info import write_node_info
 from swarm.peer_wiring import PeerWiring
-from swarm.postage.book import BatchBook
 from swarm.proofs.service import MODES as PROVABLE_MODES
 from swarm.proofs.service import NodeProofs
 from swarm.reserve.status import reserve_status
 from swarm.reserve_assembly import ReserveInputs, build_reserve_services
-from swarm.spaces.live_source import live_follow
-from swarm.spaces.service import NodeChunks, SpaceService
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
@@ -148,7 +144,8 @@ class Node:
         self.gossip = self.network.gossip
 
     def _build_services(self) -> None:
-        """What serves users and repairs the store: retrieval, the Bee-shaped backend, repair."""
+        """What the peers' sessions are wired to or the API needs from the start: retrieval, the
+        Bee-shaped backend, live propagation, repair (the rest: `_build_features`)."""
         config = self.config
         self.retrieval = Retrieval(
             self.overlay,
@@ -170,8 +167,6 @@ class Node:
             upload_chunks=partial(self.upload_chunks, verified=True),
             statistics=self.statistics,
         )
-        self.postage = BatchBook(self.store, eth_key.owner, signer=eth_key)  # as Bee's dev mode
-        self.grantees = GranteeService(eth_key, self.retrieval.get)  # ACT grantee lists: /grantee
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
             eth_key,
             self.store,
@@ -185,12 +180,25 @@ class Node:
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
         )
         self.store.on_drop = self.repair.dropped
+
+    def _build_features(self) -> None:
+        """Postage, ACT grantee lists and spaces: what only users' requests (and saved spaces)
+        start. Built once the first dials are under way, their modules (about 50 ms to import) are
+        not in the sync's way (docs/performance.md, "start-up")."""
+        from swarm.act.service import GranteeService
+        from swarm.postage.book import BatchBook
+        from swarm.spaces.live_source import live_follow
+        from swarm.spaces.service import NodeChunks, SpaceService
+
+        eth_key = self.eth_key
+        self.postage = BatchBook(self.store, eth_key.owner, signer=eth_key)  # as Bee's dev mode
+        self.grantees = GranteeService(eth_key, self.retrieval.get)  # ACT grantee lists: /grantee
         # spaces: read through the store, the swarm and live propagation; what a
         # writer posts (or the node fetches) is stored as an upload, so followers get it pushed
         self.spaces = SpaceService(
             NodeChunks(self.store.get, self.retrieval.get, partial(self.store_chunks, verified=True)),
             self.data_dir,
-            config.spaces,
+            self.config.spaces,
             follow=live_follow(self.live),
         )
 
@@ -283,7 +291,6 @@ class Node:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.live.run)
-                await nursery.start(self.spaces.run)  # spaces: follows through live
                 nursery.start_soon(self.repair.run)
                 nursery.start_soon(self._summarise_logs)
                 await nursery.start(self.reserve_worker.run)
@@ -299,16 +306,19 @@ class Node:
                     nursery.start_soon(
                         self.sessions.keep_bootnode, host, port, config.redial_min, config.redial_max
                     )
+                # What only users need waits until the sync has begun (or had nothing to do):
+                # the features' and the API's modules take a tenth of a second or more to import.
+                # The API's are imported in a thread, where the peers' traffic still gets the GIL
+                # at every switch interval; they import the features' modules too.
+                if config.peers:
+                    await self._let_sync_start()
                 if config.api_port is not None:
-                    # The API's modules (the web framework, the server) take a tenth of a second
-                    # or more to import. The dials above go first: the import waits until the
-                    # sync has begun (or had nothing to do), then runs in a thread, where the
-                    # peers' traffic still gets the GIL at every switch interval.
                     # Whatever goes wrong there is met again, and reported, by the import below.
-                    if config.peers:
-                        await self._let_sync_start()
                     with contextlib.suppress(Exception):
                         await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
+                self._build_features()
+                await nursery.start(self.spaces.run)  # spaces: follows through live
+                if config.api_port is not None:
                     from swarm.api.app import serve_api
 
                     hosts, origins = config.api_allow_hosts, config.cors_allowed_origins
