@@ -44,3 +44,40 @@ def test_building_the_command_line_imports_no_node_machinery() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_node_reaches_its_first_dial_without_the_api_or_the_metrics() -> None:
+    """`swarm node` imports `swarm.node` and dials its peers before anything else: that import must
+    not bring the HTTP API (imported later, in a thread, once the sync has begun), the statistics
+    snapshot, prometheus_client (only /metrics needs it) or cryptography's X.509 (the TLS
+    certificate is made at the first inbound connection). Together about 0.2 s of CPU
+    (docs/performance.md, "start-up")."""
+    import subprocess
+    import sys
+
+    late = (
+        "swarm.api.app",
+        "hypercorn",
+        "starlette",
+        "swarm.statistics",
+        "prometheus_client",
+        "cryptography.x509",
+    )
+    code = f"import sys, swarm.node; print(sorted(m for m in {late!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_tls_credentials_make_their_certificate_once_when_first_needed() -> None:
+    """The certificate is made lazily but once: the binding is the hash of the certificate the
+    server context shows, the same on every look."""
+    from chunks.bmt import keccak256
+    from streamer.channel import TlsCredentials
+
+    credentials = TlsCredentials()
+    assert "_made" not in vars(credentials)  # nothing made yet: a dialling node needs no certificate
+    server = credentials.server
+    assert credentials.server is server
+    assert credentials.binding == keccak256(credentials.certificate)
+    assert credentials.certificate == credentials.certificate and len(credentials.binding) == 32
