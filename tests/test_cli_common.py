@@ -48,7 +48,8 @@ def test_building_the_command_line_imports_no_node_machinery() -> None:
 
 def test_the_node_reaches_its_first_dial_without_the_api_or_the_metrics() -> None:
     """`swarm node` imports `swarm.node` and dials its peers before anything else: that import must
-    not bring the HTTP API (imported later, in a thread, once the sync has begun), the statistics
+    not bring the HTTP API (imported later, in a thread, once the sync has begun), the features
+    built after the first dial (spaces, ACT, postage), the statistics
     snapshot, prometheus_client (only /metrics needs it) or cryptography's X.509 (the TLS
     certificate is made at the first inbound connection). Together about 0.2 s of CPU
     (docs/performance.md, "start-up")."""
@@ -57,6 +58,10 @@ def test_the_node_reaches_its_first_dial_without_the_api_or_the_metrics() -> Non
 
     late = (
         "swarm.api.app",
+        "swarm.spaces.service",
+        "swarm.spaces.ordering",
+        "swarm.act.service",
+        "swarm.postage.book",
         "hypercorn",
         "starlette",
         "swarm.statistics",
@@ -81,3 +86,30 @@ def test_tls_credentials_make_their_certificate_once_when_first_needed() -> None
     assert credentials.server is server
     assert credentials.binding == keccak256(credentials.certificate)
     assert credentials.certificate == credentials.certificate and len(credentials.binding) == 32
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["node", "--data-dir", "d"], "node"),
+        (["--log-level", "INFO", "node"], "node"),
+        (["--log-level=DEBUG", "up", "--nodes", "2"], "up"),
+        (["-h", "node"], None),
+        (["--version-typo", "node"], None),
+        ([], None),
+    ],
+)
+def test_the_command_is_named_only_after_the_log_level(argv: list[str], named: str | None) -> None:
+    from swarm.cli.main import command_named
+
+    assert command_named(argv) == named
+
+
+def test_the_node_only_parser_reads_a_node_command_as_the_whole_parser_does() -> None:
+    """`swarm node` parses with a parser of that command alone (it starts sooner): the options it
+    hands the node must be exactly those of the whole parser."""
+    from swarm.cli.main import build_parser
+
+    argv = ["--log-level", "INFO", "node", "--data-dir", "d", "--peer", "127.0.0.1:1634", "--port", "0"]
+    argv += ["--channel", "plain", "--verify-workers", "2", "--live-eager", "3", "--no-gossip"]
+    assert vars(build_parser("node").parse_args(argv)) == vars(build_parser().parse_args(argv))
