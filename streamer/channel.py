@@ -40,16 +40,21 @@ class ChannelError(Exception):
 class TlsCredentials:
     """This process's TLS certificate and key, and the contexts that use them.
 
-    The certificate is made when first needed (the first inbound connection, or a look at
-    ``certificate``/``binding``/``server``): a node that only dials so far needs only the client
-    context, and making the certificate costs `cryptography.x509`'s import and a key, about 30 ms
-    of a node's start-up before its first dial (docs/performance.md, "start-up")."""
+    The certificate is made when first needed (`prepare`, the first inbound connection, or a look
+    at ``certificate``/``binding``/``server``): making it costs `cryptography.x509`'s import and a
+    key, about 30 ms, which a node spends once its first dials are under way, not before them
+    (only the client context is needed to dial; docs/performance.md, "start-up")."""
 
     def __init__(self) -> None:
         self.client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self.client.minimum_version = ssl.TLSVersion.TLSv1_3
         self.client.check_hostname = False
         self.client.verify_mode = ssl.CERT_NONE  # no authority: the handshake inside proves the peer
+
+    def prepare(self) -> None:
+        """Make the certificate now (once), not at the first inbound connection, which would wait
+        for it (a node does this once its first dials are under way)."""
+        self._made  # noqa: B018 - the cached property is made by the look
 
     @cached_property
     def _made(self) -> tuple[bytes, ssl.SSLContext]:

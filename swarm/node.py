@@ -318,6 +318,8 @@ class Node:
                         await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
                 self._build_features()
                 await nursery.start(self.spaces.run)  # spaces: follows through live
+                if self.network.credentials is not None:  # not at the first inbound connection
+                    self.network.credentials.prepare()
                 if config.api_port is not None:
                     from swarm.api.app import serve_api
 

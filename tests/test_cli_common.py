@@ -82,6 +82,8 @@ def test_tls_credentials_make_their_certificate_once_when_first_needed() -> None
 
     credentials = TlsCredentials()
     assert "_made" not in vars(credentials)  # nothing made yet: a dialling node needs no certificate
+    credentials.prepare()
+    assert "_made" in vars(credentials)
     server = credentials.server
     assert credentials.server is server
     assert credentials.binding == keccak256(credentials.certificate)
