@@ -74,6 +74,18 @@ def test_the_node_reaches_its_first_dial_without_the_api_or_the_metrics() -> Non
     assert done.stdout.strip() == "[]"
 
 
+def test_the_api_imports_prometheus_client_only_for_metrics() -> None:
+    """The API's modules are imported while the node's first sync runs: /metrics, the only route
+    that needs prometheus_client, imports it when first asked."""
+    import subprocess
+    import sys
+
+    code = "import sys, swarm.api.app; print('prometheus_client' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_tls_credentials_make_their_certificate_once_when_first_needed() -> None:
     """The certificate is made lazily but once: the binding is the hash of the certificate the
     server context shows, the same on every look."""
