@@ -43,7 +43,7 @@ class TlsCredentials:
     The certificate is made when first needed (`prepare`, the first inbound connection, or a look
     at ``certificate``/``binding``/``server``): making it costs `cryptography.x509`'s import and a
     key, about 30 ms, which a node spends once its first dials are under way, not before them
-    (only the client context is needed to dial; docs/performance.md, "start-up")."""
+    (only the client context is needed to dial; docs/performance.md, "Start-up")."""
 
     def __init__(self) -> None:
         self.client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

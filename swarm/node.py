@@ -65,9 +65,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 API_HEAD_START = 0.5
-"""Seconds at most that a node with bootnodes gives its first sync before it imports its HTTP API:
-the API's modules take a tenth of a second or more of CPU to import, which would hold the GIL
-against the sync's first round trips (benches/sync.py; docs/performance.md, "start-up")."""
+"""Seconds at most that a node with bootnodes gives its first sync before it imports its HTTP API
+and builds the features: the API's modules take a tenth of a second or more of CPU to import,
+which would hold the GIL against the sync's first round trips; with the wait the first chunks
+come about 0.2 s sooner and the API answers about 0.15 s later (benches/startup.py;
+docs/performance.md, "Start-up")."""
 
 
 class Node:
@@ -184,7 +186,7 @@ class Node:
     def _build_features(self) -> None:
         """Postage, ACT grantee lists and spaces: what only users' requests (and saved spaces)
         start. Built once the first dials are under way, their modules (about 50 ms to import) are
-        not in the sync's way (docs/performance.md, "start-up")."""
+        not in the sync's way (docs/performance.md, "Start-up")."""
         from swarm.act.service import GranteeService
         from swarm.postage.book import BatchBook
         from swarm.spaces.live_source import live_follow

@@ -52,7 +52,7 @@ def test_the_node_reaches_its_first_dial_without_the_api_or_the_metrics() -> Non
     built after the first dial (spaces, ACT, postage), the statistics
     snapshot, prometheus_client (only /metrics needs it) or cryptography's X.509 (the TLS
     certificate is made at the first inbound connection). Together about 0.2 s of CPU
-    (docs/performance.md, "start-up")."""
+    (docs/performance.md, "Start-up")."""
     import subprocess
     import sys
 

@@ -8,7 +8,7 @@ __all__ = ["DEFAULT_CAPACITY", "DEFAULT_INACTIVE_AFTER", "SpaceConfig"]
 
 # The defaults live here, not in the engines that use them (`swarm.spaces.ordering`,
 # `swarm.spaces.total`): every node imports this module for its config before it dials its
-# peers, and the engines are only needed once a space is followed (docs/performance.md, "start-up").
+# peers, and the engines are only needed once a space is followed (docs/performance.md, "Start-up").
 DEFAULT_CAPACITY = 1024
 """Messages a causal orderer holds unprocessed, at most (swarm.spaces.ordering)."""
 DEFAULT_INACTIVE_AFTER = 30.0
