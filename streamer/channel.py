@@ -22,13 +22,10 @@ from __future__ import annotations
 import datetime
 import ssl
 import tempfile
+from functools import cached_property
 from pathlib import Path
 
 import trio
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from chunks.bmt import keccak256
 from streamer.messages import PLAIN_BINDING
@@ -41,9 +38,32 @@ class ChannelError(Exception):
 
 
 class TlsCredentials:
-    """This process's TLS certificate and key, and the contexts that use them."""
+    """This process's TLS certificate and key, and the contexts that use them.
+
+    The certificate is made when first needed (`prepare`, the first inbound connection, or a look
+    at ``certificate``/``binding``/``server``): making it costs `cryptography.x509`'s import and a
+    key, about 30 ms, which a node spends once its first dials are under way, not before them
+    (only the client context is needed to dial; docs/performance.md, "Start-up")."""
 
     def __init__(self) -> None:
+        self.client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        self.client.minimum_version = ssl.TLSVersion.TLSv1_3
+        self.client.check_hostname = False
+        self.client.verify_mode = ssl.CERT_NONE  # no authority: the handshake inside proves the peer
+
+    def prepare(self) -> None:
+        """Make the certificate now (once), not at the first inbound connection, which would wait
+        for it (a node does this once its first dials are under way)."""
+        self._made  # noqa: B018 - the cached property is made by the look
+
+    @cached_property
+    def _made(self) -> tuple[bytes, ssl.SSLContext]:
+        """A fresh self-signed certificate (DER) and the server context that shows it."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
         key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "swarm node")])
         now = datetime.datetime.now(datetime.UTC)
@@ -57,18 +77,28 @@ class TlsCredentials:
             .not_valid_after(now + datetime.timedelta(days=3650))
             .sign(key, hashes.SHA256())
         )
-        self.certificate = certificate.public_bytes(serialization.Encoding.DER)
-        self.binding = keccak256(self.certificate)
-        self.server = _server_context(
+        server = _server_context(
             certificate.public_bytes(serialization.Encoding.PEM),
             key.private_bytes(
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
             ),
         )
-        self.client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self.client.minimum_version = ssl.TLSVersion.TLSv1_3
-        self.client.check_hostname = False
-        self.client.verify_mode = ssl.CERT_NONE  # no authority: the handshake inside proves the peer
+        return certificate.public_bytes(serialization.Encoding.DER), server
+
+    @property
+    def certificate(self) -> bytes:
+        """The certificate (DER) this process shows on inbound connections."""
+        return self._made[0]
+
+    @cached_property
+    def binding(self) -> bytes:
+        """The channel binding of inbound connections: the Keccak-256 hash of the certificate."""
+        return keccak256(self.certificate)
+
+    @property
+    def server(self) -> ssl.SSLContext:
+        """The context of inbound connections (TLS 1.3, showing the certificate)."""
+        return self._made[1]
 
 
 def _server_context(certificate_pem: bytes, key_pem: bytes) -> ssl.SSLContext:

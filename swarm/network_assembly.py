@@ -34,6 +34,7 @@ class NetworkServices:
     sessions: Sessions
     manager: ConnectionManager
     gossip: Gossip
+    credentials: TlsCredentials | None  # None: the plain channel
 
     def gossip_counters(self) -> GossipCounters:
         """Peer records received, rejected (bad signature or address), rate-limited, refused."""
@@ -58,6 +59,7 @@ def build_network_services(
         max_po=MAX_PO,
     )
     networks = config.dial_networks
+    credentials = TlsCredentials() if config.channel == "tls" else None
     topology = Topology(
         overlay,
         table,
@@ -73,7 +75,7 @@ def build_network_services(
         overlay=overlay,
         connected=lambda peer: wiring().connected(peer),
         disconnected=lambda peer: wiring().disconnected(peer),
-        credentials=TlsCredentials() if config.channel == "tls" else None,
+        credentials=credentials,
         refusal=lambda peer: inbound_refusal(table, peer, max_connections=config.max_connections),
         retired=lambda peer: wiring().retired(peer),
         parting=lambda peer: gossip.parting(peer) if config.gossip else None,
@@ -88,4 +90,4 @@ def build_network_services(
         backoff=Backoff(config.redial_min, config.redial_max),
     )
     gossip = Gossip(identity, config.network_id, topology.learn, interval=config.gossip_interval)
-    return NetworkServices(table, topology, sessions, manager, gossip)
+    return NetworkServices(table, topology, sessions, manager, gossip, credentials)

@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -36,7 +37,6 @@ from localstore.store import LocalStore
 from streamer.connection import GOODBYE_TIMEOUT, PeerConnection
 from streamer.identity import NodeIdentity, load_or_create_identity
 from streamer.messages import GoodbyeCode
-from swarm.act.service import GranteeService
 from swarm.api.bee_backend import NodeBeeBackend, load_or_create_eth_key
 from swarm.config import CHANNELS, NodeConfig
 from swarm.live.assembly import build_live_service
@@ -48,14 +48,10 @@ from swarm.net.retrieval import Retrieval
 from swarm.network_assembly import build_network_services
 from swarm.node_info import write_node_info
 from swarm.peer_wiring import PeerWiring
-from swarm.postage.book import BatchBook
 from swarm.proofs.service import MODES as PROVABLE_MODES
 from swarm.proofs.service import NodeProofs
 from swarm.reserve.status import reserve_status
 from swarm.reserve_assembly import ReserveInputs, build_reserve_services
-from swarm.spaces.live_source import live_follow
-from swarm.spaces.service import NodeChunks, SpaceService
-from swarm.statistics import NodeStatistics, collect_statistics
 from syncer.evidence import EquivocationLog
 from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
@@ -63,7 +59,17 @@ from syncer.puller import Puller, SyncRule
 from syncer.transfers import Transfers
 from syncer.verifier import ChunkVerifier
 
+if TYPE_CHECKING:
+    from swarm.statistics import NodeStatistics
+
 log = logging.getLogger(__name__)
+
+API_HEAD_START = 0.5
+"""Seconds at most that a node with bootnodes gives its first sync before it imports its HTTP API
+and builds the features: the API's modules take a tenth of a second or more of CPU to import,
+which would hold the GIL against the sync's first round trips; with the wait the first chunks
+come about 0.2 s sooner and the API answers about 0.15 s later (benches/startup.py;
+docs/performance.md, "Start-up")."""
 
 
 class Node:
@@ -82,6 +88,7 @@ class Node:
         self.p2p_port = 0
         self.api_port: int | None = None
         self.log_budgets = LogBudgets()  # what peers can make the node log, per kind and window
+        self._chunks_arrived = trio.Event()  # the first chunks entered the store
 
     # -- composition --------------------------------------------------------------------------
 
@@ -139,7 +146,8 @@ class Node:
         self.gossip = self.network.gossip
 
     def _build_services(self) -> None:
-        """What serves users and repairs the store: retrieval, the Bee-shaped backend, repair."""
+        """What the peers' sessions are wired to or the API needs from the start: retrieval, the
+        Bee-shaped backend, live propagation, repair (the rest: `_build_features`)."""
         config = self.config
         self.retrieval = Retrieval(
             self.overlay,
@@ -161,8 +169,6 @@ class Node:
             upload_chunks=partial(self.upload_chunks, verified=True),
             statistics=self.statistics,
         )
-        self.postage = BatchBook(self.store, eth_key.owner, signer=eth_key)  # as Bee's dev mode
-        self.grantees = GranteeService(eth_key, self.retrieval.get)  # ACT grantee lists: /grantee
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
             eth_key,
             self.store,
@@ -176,12 +182,25 @@ class Node:
             lambda: list(self.sessions.peers.values()), self.intake.store, timeout=config.retrieve_timeout
         )
         self.store.on_drop = self.repair.dropped
+
+    def _build_features(self) -> None:
+        """Postage, ACT grantee lists and spaces: what only users' requests (and saved spaces)
+        start. Built once the first dials are under way, their modules (about 50 ms to import) are
+        not in the sync's way (docs/performance.md, "Start-up")."""
+        from swarm.act.service import GranteeService
+        from swarm.postage.book import BatchBook
+        from swarm.spaces.live_source import live_follow
+        from swarm.spaces.service import NodeChunks, SpaceService
+
+        eth_key = self.eth_key
+        self.postage = BatchBook(self.store, eth_key.owner, signer=eth_key)  # as Bee's dev mode
+        self.grantees = GranteeService(eth_key, self.retrieval.get)  # ACT grantee lists: /grantee
         # spaces: read through the store, the swarm and live propagation; what a
         # writer posts (or the node fetches) is stored as an upload, so followers get it pushed
         self.spaces = SpaceService(
             NodeChunks(self.store.get, self.retrieval.get, partial(self.store_chunks, verified=True)),
             self.data_dir,
-            config.spaces,
+            self.config.spaces,
             follow=live_follow(self.live),
         )
 
@@ -242,6 +261,7 @@ class Node:
         be over capacity."""
         self.transfers.stored(addresses)
         self.reserve_worker.wake()
+        self._chunks_arrived.set()
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
@@ -273,7 +293,6 @@ class Node:
                 await nursery.start(self.verifier.run)
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.live.run)
-                await nursery.start(self.spaces.run)  # spaces: follows through live
                 nursery.start_soon(self.repair.run)
                 nursery.start_soon(self._summarise_logs)
                 await nursery.start(self.reserve_worker.run)
@@ -289,13 +308,21 @@ class Node:
                     nursery.start_soon(
                         self.sessions.keep_bootnode, host, port, config.redial_min, config.redial_max
                     )
+                # What only users need waits until the sync has begun (or had nothing to do):
+                # the features' and the API's modules take a tenth of a second or more to import.
+                # The API's are imported in a thread, where the peers' traffic still gets the GIL
+                # at every switch interval; they import the features' modules too.
+                if config.peers:
+                    await self._let_sync_start()
                 if config.api_port is not None:
-                    # The API's modules (the web framework, the server) take a tenth of a second
-                    # or more to import: in a thread, while the dials above wait for their peers,
-                    # not in their way (the peers' handshakes need no API).
                     # Whatever goes wrong there is met again, and reported, by the import below.
                     with contextlib.suppress(Exception):
                         await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
+                self._build_features()
+                await nursery.start(self.spaces.run)  # spaces: follows through live
+                if self.network.credentials is not None:  # not at the first inbound connection
+                    self.network.credentials.prepare()
+                if config.api_port is not None:
                     from swarm.api.app import serve_api
 
                     hosts, origins = config.api_allow_hosts, config.cors_allowed_origins
@@ -308,6 +335,15 @@ class Node:
                     "node %s listening on %s:%d, API %s", self.overlay.hex(), config.host, self.p2p_port, api
                 )
                 task_status.started()
+
+    async def _let_sync_start(self) -> None:
+        """Return once chunks have arrived, or every connected peer is synced with (it had
+        nothing to give), or after API_HEAD_START seconds (no peer answered)."""
+        with trio.move_on_after(API_HEAD_START):
+            while not (self.sessions.peers and self.puller.fully_synced()):
+                with trio.move_on_after(0.02):
+                    await self._chunks_arrived.wait()
+                    return
 
     async def _summarise_logs(self) -> None:
         """Every window of the log budgets: one line per kind of line not logged in full."""
@@ -379,6 +415,9 @@ class Node:
 
     def statistics(self) -> NodeStatistics:
         """One immutable snapshot of everything the node reports."""
+        # imported here (by the API's thread first): not on the way to the node's first dial
+        from swarm.statistics import collect_statistics
+
         return collect_statistics(
             overlay=self.overlay,
             store=self.store,

@@ -11,11 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chunks import Chunk
 from chunks.ethkey import Secp256k1Key, load_key_file, save_key_file
 from swarm.api.bee_types import BeeNodeInfo, BeePeer, BeeStatus
-from swarm.statistics import NodeStatistics
+
+if TYPE_CHECKING:  # the node builds this backend before it dials: the statistics' types can wait
+    from swarm.statistics import NodeStatistics
 
 __all__ = ["ETH_KEY_FILE", "NodeBeeBackend", "load_or_create_eth_key"]
 

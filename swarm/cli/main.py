@@ -55,7 +55,8 @@ def cmd_version(args: argparse.Namespace) -> int:
 # -- the parser ---------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``command="node"`` one that knows only `swarm node` (see `main`)."""
     parser = argparse.ArgumentParser(
         prog="swarm",
         description="A Swarm-style chunk syncing node: store, sync and retrieve content-addressed chunks.",
@@ -72,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_version)
 
     add_node_parser(sub)
+    if command == "node":
+        return parser
 
     p = sub.add_parser(
         "up",
@@ -212,8 +215,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_named(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names when only ``--log-level`` comes before it, else None.
+
+    `swarm node` builds a parser of that command alone: registering every subcommand takes about
+    50 ms, which a node would spend before it dials its peers (docs/performance.md, "Start-up").
+    Anything else (``-h`` before the command, an unknown option) gets the whole parser, and so
+    the same help and errors as before."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif not word.startswith("--log-level="):
+            return None if word.startswith("-") else word
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    command = command_named(sys.argv[1:] if argv is None else argv)
+    parser = build_parser("node" if command == "node" else None)
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     if not hasattr(args, "func"):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from typing import TYPE_CHECKING, Any
 
 from localstore.reserve import Reserve
 from swarm.net.pushsync import PushSync
 from swarm.reserve.pusher import Pusher
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
 
 __all__ = ["ReserveStatus", "reserve_document", "reserve_families", "reserve_status"]
 
@@ -79,6 +80,10 @@ def reserve_document(status: ReserveStatus) -> dict[str, Any]:
 
 def reserve_families(status: ReserveStatus) -> Iterator[Metric]:
     """The reserve's and push syncing's metric families (swarm/api/metrics.py)."""
+    # imported here: the node imports this module for `reserve_status` before it dials its peers,
+    # and prometheus_client (with the http and email modules it brings) is only needed for /metrics
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
     gauges = {
         "swarm_reserve_capacity": ("chunks the reserve keeps at most", status.capacity),
         "swarm_reserve_size": ("chunks in the reserve", status.size),

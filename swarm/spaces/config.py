@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from swarm.spaces.ordering import DEFAULT_CAPACITY
-from swarm.spaces.total import DEFAULT_INACTIVE_AFTER
+__all__ = ["DEFAULT_CAPACITY", "DEFAULT_INACTIVE_AFTER", "SpaceConfig"]
 
-__all__ = ["SpaceConfig"]
+# The defaults live here, not in the engines that use them (`swarm.spaces.ordering`,
+# `swarm.spaces.total`): every node imports this module for its config before it dials its
+# peers, and the engines are only needed once a space is followed (docs/performance.md, "Start-up").
+DEFAULT_CAPACITY = 1024
+"""Messages a causal orderer holds unprocessed, at most (swarm.spaces.ordering)."""
+DEFAULT_INACTIVE_AFTER = 30.0
+"""Seconds a member's next message may wait before the member counts as inactive (swarm.spaces.total)."""
 
 
 @dataclass(frozen=True)

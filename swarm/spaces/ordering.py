@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
+from swarm.spaces.config import DEFAULT_CAPACITY
 from swarm.spaces.cycles import reaching_cycles, ring_of_waits
 from swarm.spaces.feed_state import FeedState, FeedTrack, Held, Invalidation, Missing, Processed, Wait
 from swarm.spaces.feedbook import FeedBook
@@ -48,7 +49,6 @@ __all__ = [
     "Wait",
 ]
 
-DEFAULT_CAPACITY = 1024
 MIN_WINDOW = 4
 
 

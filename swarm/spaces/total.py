@@ -33,11 +33,11 @@ import heapq
 from dataclasses import dataclass
 from typing import Protocol
 
+from swarm.spaces.config import DEFAULT_INACTIVE_AFTER
 from swarm.spaces.timeframe import OrderKey
 
 __all__ = ["DEFAULT_INACTIVE_AFTER", "FrontierView", "Ordered", "TotalOrder"]
 
-DEFAULT_INACTIVE_AFTER = 30.0
 _BOTTOM = OrderKey(0, b"", 0)  # below every message: lamport is at least 1
 
 
