@@ -64,13 +64,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-API_HEAD_START = 0.5
-"""Seconds at most that a node with bootnodes gives its first sync before it imports its HTTP API
-and builds the features: the API's modules take a tenth of a second or more of CPU to import,
-which would hold the GIL against the sync's first round trips; with the wait the first chunks
-come about 0.2 s sooner and the API answers about 0.15 s later (benches/startup.py;
-docs/performance.md, "Start-up")."""
-
 
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
@@ -88,7 +81,6 @@ class Node:
         self.p2p_port = 0
         self.api_port: int | None = None
         self.log_budgets = LogBudgets()  # what peers can make the node log, per kind and window
-        self._chunks_arrived = trio.Event()  # the first chunks entered the store
 
     # -- composition --------------------------------------------------------------------------
 
@@ -261,7 +253,6 @@ class Node:
         be over capacity."""
         self.transfers.stored(addresses)
         self.reserve_worker.wake()
-        self._chunks_arrived.set()
 
     async def run(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; reports readiness (ports bound, node.json written) via task_status.
@@ -308,12 +299,9 @@ class Node:
                     nursery.start_soon(
                         self.sessions.keep_bootnode, host, port, config.redial_min, config.redial_max
                     )
-                # What only users need waits until the sync has begun (or had nothing to do):
-                # the features' and the API's modules take a tenth of a second or more to import.
-                # The API's are imported in a thread, where the peers' traffic still gets the GIL
-                # at every switch interval; they import the features' modules too.
-                if config.peers:
-                    await self._let_sync_start()
+                # What only users need comes after the dials above: the features' and the API's
+                # modules take a tenth of a second or more to import. The API's are imported in a
+                # thread, while the dials wait for their peers (the handshakes need no API).
                 if config.api_port is not None:
                     # Whatever goes wrong there is met again, and reported, by the import below.
                     with contextlib.suppress(Exception):
@@ -335,15 +323,6 @@ class Node:
                     "node %s listening on %s:%d, API %s", self.overlay.hex(), config.host, self.p2p_port, api
                 )
                 task_status.started()
-
-    async def _let_sync_start(self) -> None:
-        """Return once chunks have arrived, or every connected peer is synced with (it had
-        nothing to give), or after API_HEAD_START seconds (no peer answered)."""
-        with trio.move_on_after(API_HEAD_START):
-            while not (self.sessions.peers and self.puller.fully_synced()):
-                with trio.move_on_after(0.02):
-                    await self._chunks_arrived.wait()
-                    return
 
     async def _summarise_logs(self) -> None:
         """Every window of the log budgets: one line per kind of line not logged in full."""
