@@ -16,7 +16,8 @@ and prints each milestone once: seconds since the spawn, and B's CPU seconds the
 `benches.sync` sees B's first chunk only through B's API, so its ``first_chunk_s`` is no
 earlier than the API's time: this bench says when the chunks really came. ``--tree DIR``
 (repeatable) runs B from each source tree in turn, every run (``PYTHONPATH=DIR``): alternated
-before/after comparisons against one A, on the same minutes' load. Prints one JSON line: per tree the median of each milestone, and every run's.
+before/after comparisons against one A, on the same minutes' load. Prints one JSON line: per
+tree the median of each milestone, and every run's.
 """
 
 from __future__ import annotations
