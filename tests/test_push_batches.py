@@ -284,3 +284,46 @@ async def test_a_batch_not_direct_leaves_out_what_the_storer_would_forward() -> 
     assert isinstance(first, PushBatchReceipt) and isinstance(second, PushBatchReceipt)
     assert set(first.addresses) == {c.address for c in data} - {c.address for c in far}
     assert set(second.addresses) == {c.address for c in data}
+
+
+async def test_chunks_stored_together_are_pushed_in_one_take(tmp_path: Path) -> None:
+    """An upload stores its chunks 64 at a time (swarm/files/transfer.py): the pusher, already
+    running, pushes them as one take (every batch round gets all 64), not as takes of one chunk
+    handed to each idle worker."""
+    data = content(64, seed=9)
+    peers: list[Any] = [_BatchPeer(NodeIdentity.generate()) for _ in range(2)]
+    pushes = batch_pushes(peers)
+    rounds: list[int] = []
+
+    async def push_round(todo: Any) -> Any:
+        rounds.append(len(todo))
+        return await pushes.push_round(todo)
+
+    async def push(chunk: Chunk, **_: Any) -> tuple[bytes, PushReceipt]:
+        raise AssertionError("every chunk goes in a batch")
+
+    store = LocalStore(tmp_path / "s", bytes(32))
+    try:
+        store.put_many(data)
+        pusher = Pusher(
+            store,
+            overlay=bytes(32),
+            get_chunk=store.get,
+            push=push,
+            push_batch=push_round,
+            responsible=lambda address: False,
+            has_peers=lambda: True,
+        )
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(pusher.run)
+                await trio.sleep(0.01)  # the pusher's tasks wait on the empty queue
+                tag = pusher.new_tag()
+                pusher.add(tag, [c.address for c in data])
+                pusher.finish(tag, data[0].address, [c.address for c in data])
+                assert await tag.wait(20)
+                nursery.cancel_scope.cancel()
+        assert rounds == [64, 64]  # two storers each: two rounds of the one take
+        assert pushes.sent <= 2 * 6  # a round: the 64 chunks to two peers, 15 to a batch
+    finally:
+        store.close()
