@@ -270,41 +270,26 @@ def tree_fetch(reference: bytes, fetch: Fetch) -> Fetch:
     return fetch_decrypted
 
 
-STORE_BATCH = 64
-"""Finished chunks an upload gathers before it stores them with one `store` call: an HTTP body
-arrives in pieces of 16 to 64 KiB (4 to 16 chunks), and every call costs a store write, the
-pusher's bookkeeping and a wake-up of every live pull stream, whatever its size."""
-
-
 class Upload:
-    """Feeds bytes through the splitter and stores the finished chunks with `store`, `STORE_BATCH`
-    at a time (the rest when the upload finishes); with `encrypt`, each chunk is encrypted as
-    Bee's `Swarm-Encrypt: true` does (a 64-byte reference)."""
+    """Feeds bytes through the splitter and stores every finished chunk with `store`; with
+    `encrypt`, each chunk is encrypted as Bee's `Swarm-Encrypt: true` does (a 64-byte reference)."""
 
-    def __init__(
-        self, store: Callable[[list[Chunk]], object], *, encrypt: bool = False, batch: int = STORE_BATCH
-    ) -> None:
+    def __init__(self, store: Callable[[list[Chunk]], object], *, encrypt: bool = False) -> None:
         self._splitter = Splitter(EncryptingSeal() if encrypt else None)
         self._store = store
-        self._batch = batch
-        self._finished: list[Chunk] = []  # split, not yet stored
-        self.chunks = 0  # stored
+        self.chunks = 0
 
     def feed(self, data: bytes) -> None:
-        self._finished.extend(self._splitter.feed(data))
-        if len(self._finished) >= self._batch:
-            self._flush()
+        chunks = self._splitter.feed(data)
+        if chunks:
+            self._store(chunks)
+            self.chunks += len(chunks)
 
     def finish(self) -> bytes:
         reference, chunks = self._splitter.finish()
-        self._finished.extend(chunks)
-        self._flush()
-        return reference
-
-    def _flush(self) -> None:
-        chunks, self._finished = self._finished, []
         self._store(chunks)
         self.chunks += len(chunks)
+        return reference
 
     @property
     def size(self) -> int:

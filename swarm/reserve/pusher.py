@@ -238,8 +238,8 @@ class Pusher:
         async with trio.open_nursery() as nursery:
             for _ in range(self.workers):
                 nursery.start_soon(self._worker)
-            if self.batch_workers:
-                nursery.start_soon(self._batch_taker, nursery)
+            for _ in range(self.batch_workers):
+                nursery.start_soon(self._batch_worker)
             nursery.start_soon(self._retry_timer)
             task_status.started()
 
@@ -252,45 +252,30 @@ class Pusher:
                 finally:
                     self._in_flight.discard(address)
 
-    async def _batch_taker(self, nursery: trio.Nursery) -> None:
-        """Take queued chunks and push each take in batches, at most `batch_workers` takes at
-        once. One taker, not a worker per take: workers waiting on the queue would each be handed
-        a chunk of every store the upload makes and push takes of one chunk (a batch, a receipt
-        and its check for one chunk); while every slot is busy the queue fills the next take."""
-        slots = trio.Semaphore(self.batch_workers)
+    async def _batch_worker(self) -> None:
         async for address in self._receive:
             taken = await self._take_more(address)
-            await slots.acquire()
-            taken.extend(self._take_queued(BATCH_TAKE - len(taken)))
-            nursery.start_soon(self._push_take, taken, slots)
-
-    async def _push_take(self, taken: list[bytes], slot: trio.Semaphore) -> None:
-        mine = [a for a in dict.fromkeys(taken) if a in self._pending and a not in self._in_flight]
-        self._in_flight.update(mine)
-        try:
-            await self._push_batches(mine)
-        finally:
-            self._in_flight.difference_update(mine)
-            slot.release()
-        for address in mine:
-            if address in self._pending:
-                self._single_send.send_nowait(address)
-
-    def _take_queued(self, most: int) -> list[bytes]:
-        taken: list[bytes] = []
-        while len(taken) < most:
+            mine = [a for a in dict.fromkeys(taken) if a in self._pending and a not in self._in_flight]
+            self._in_flight.update(mine)
             try:
-                taken.append(self._receive.receive_nowait())
-            except trio.WouldBlock:
-                break
-        return taken
+                await self._push_batches(mine)
+            finally:
+                self._in_flight.difference_update(mine)
+            for address in mine:
+                if address in self._pending:
+                    self._single_send.send_nowait(address)
 
     async def _take_more(self, first: bytes) -> list[bytes]:
         """``first`` and what else is queued, up to BATCH_TAKE, lingering once for a batch's worth."""
-        taken = [first, *self._take_queued(BATCH_TAKE - 1)]
-        if len(taken) < MAX_PUSH_BATCH:
-            await trio.sleep(BATCH_LINGER)
-            taken.extend(self._take_queued(BATCH_TAKE - len(taken)))
+        taken, lingered = [first], False
+        while len(taken) < BATCH_TAKE:
+            try:
+                taken.append(self._receive.receive_nowait())
+            except trio.WouldBlock:
+                if lingered or len(taken) >= MAX_PUSH_BATCH:
+                    break
+                lingered = True
+                await trio.sleep(BATCH_LINGER)
         return taken
 
     async def _push_batches(self, addresses: list[bytes]) -> None:
