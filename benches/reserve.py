@@ -25,7 +25,12 @@ a chunk of its neighbourhood): ``single_ratio`` = its rate / the lone node's, ``
 the six nodes' CPU seconds during it. Then as much again with ``Swarm-Deferred-Upload: true``:
 ``deferred_answer_mib_per_s`` to the answer, ``deferred_durable_mib_per_s`` until the tag says
 every chunk is durable. ``chunks_per_batch``: chunks receipted per batch push (swarm/net/push_batches.py);
-``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes;
+``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes
+during the durable upload (``single_pulled_from_uploader`` during the single-receipt one);
+``pull_repeats``: pulled deliveries of chunks the puller held by then (a push came first: hashed
+again, not stored again), ``pushes_held``: chunks pushed in batches to a node that held them
+already (pulled first: neither hashed nor stored again), summed over the five other nodes
+(``single_`` the same during the single-receipt upload);
 ``local_cpu_s`` the lone node's CPU seconds during its upload, ``push_cpu_s`` each of the six
 nodes' during the durable upload (node 0 first). ``--py-spy FILE`` profiles node 0 and node 1
 during the durable upload (FILE.uploader, FILE.storer; ``--native`` samples exact stacks) and
@@ -171,6 +176,18 @@ def deferred_upload(node: NodeProcess, data: bytes) -> tuple[float, float]:
     return answered, time.perf_counter() - started
 
 
+def copies(nodes: list[NodeProcess]) -> tuple[int, int, int]:
+    """Counters of the other nodes so far: chunks pulled from node 0, pulled deliveries of chunks
+    already held (``repeat``: hashed again, stored no more), pushed chunks already held."""
+    pulled = repeats = held = 0
+    for node in nodes[1:]:
+        doc = node.get("/sync").json()
+        pulled += peer_stats(doc, nodes[0].overlay).get("delivered", 0)
+        repeats += sum(peer["stats"].get("repeat", 0) for peer in doc["peers"])
+        held += doc["reserve"].get("pushes_held", 0)
+    return pulled, repeats, held
+
+
 def bench_push(
     mib: int, workdir: Path, spy: str | None = None, native: bool = False, verify_workers: int = 0
 ) -> dict[str, Any]:
@@ -189,6 +206,7 @@ def bench_push(
             extra = [*plain, "--neighbourhood-size", "1"]
             nodes.append(NodeProcess(workdir / f"n{i}", peers=peers, extra=extra).start())
         poll(lambda: all(len(n.get("/sync").json()["peers"]) == len(nodes) - 1 for n in nodes), timeout=60)
+        counted = copies(nodes)
         cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
         with (
             py_spy(pid_of(nodes[0]), spy and spy + ".uploader", native=native),
@@ -199,10 +217,9 @@ def bench_push(
         reserve = nodes[0].get("/sync").json()["reserve"]
         receipts = reserve["receipts"]
         attempts, failures = reserve["push_attempts"], reserve["push_failures"]
-        # chunks the other nodes got from node 0 by pull syncing besides the pushes
-        pulled = sum(
-            peer_stats(n.get("/sync").json(), nodes[0].overlay).get("delivered", 0) for n in nodes[1:]
-        )
+        # chunks the other nodes got from node 0 by pull syncing besides the pushes; twice-sent ones
+        after = copies(nodes)
+        pulled, repeats, held = (b - a for a, b in zip(counted, after, strict=True))
         batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
         cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
         with (
@@ -211,6 +228,9 @@ def bench_push(
         ):
             single_s, _ = upload(nodes[0], random.Random(35).randbytes(mib << 20), receipts=1)
         single_cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
+        single_pulled, single_repeats, single_held = (
+            b - a for a, b in zip(after, copies(nodes), strict=True)
+        )
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
         for node in nodes:
@@ -224,6 +244,8 @@ def bench_push(
         "receipts": receipts,
         "chunks_per_batch": round(batched, 1),
         "pulled_from_uploader": pulled,
+        "pull_repeats": repeats,
+        "pushes_held": held,
         "push_attempts": attempts,
         "push_failures": failures,
         "local_cpu_s": round(lone_cpu, 2),
@@ -232,6 +254,9 @@ def bench_push(
         "single_mib_per_s": round(mib / single_s, 2),
         "single_cpu_s": single_cpu,  # per node process during the single-receipt upload
         "single_ratio": round(local_s / single_s, 3),
+        "single_pulled_from_uploader": single_pulled,
+        "single_pull_repeats": single_repeats,
+        "single_pushes_held": single_held,
         "deferred_answer_mib_per_s": round(mib / answered_s, 2),
         "deferred_durable_mib_per_s": round(mib / durable_s, 2),
     }

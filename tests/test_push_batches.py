@@ -204,6 +204,7 @@ async def test_the_storer_verifies_what_it_does_not_hold_and_signs_for_all() -> 
     storer, covered = verify_batch_receipt(receipt, network_id=NETWORK, pushed=[c.address for c in data])
     assert storer == pushes.overlay and covered == [c.address for c in data]
     assert verified == stored == data[1:], "a chunk it holds is neither verified nor stored again"
+    assert (pushes.received, pushes.held) == (6, 1)  # /sync: reserve.pushes_held
 
 
 async def test_a_batch_with_an_invalid_chunk_drops_the_uploader() -> None:

@@ -42,6 +42,7 @@ class ReserveStatus:
     receipts_rejected: int = 0  # receipts refused: bad signature, another chunk, shallow
     push_batches: int = 0  # batches this node pushed (each up to 15 chunks, one receipt)
     push_batched: int = 0  # chunks those batches got receipted
+    pushes_held: int = 0  # chunks peers pushed in batches that this node held already (not hashed again)
 
 
 def reserve_status(
@@ -70,6 +71,7 @@ def reserve_status(
         receipts_rejected=s.rejected,
         push_batches=pushsync.batches.sent,
         push_batched=pushsync.batches.attested,
+        pushes_held=pushsync.batches.held,
     )
 
 
