@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -80,13 +81,12 @@ def _encode(address: bytes, entry: IndexEntry) -> bytes:
     )
 
 
+_FIELDS = struct.Struct(">HIHQ")  # the slot's high 16 and low 32 bits, length, bin ID
+
+
 def _decode(raw: bytes | bytearray, at: int) -> IndexEntry:
-    base = at + ADDRESS_SIZE
-    return IndexEntry(
-        int.from_bytes(raw[base : base + 6], "big"),
-        int.from_bytes(raw[base + 6 : base + 8], "big"),
-        int.from_bytes(raw[base + 8 : base + 16], "big"),
-    )
+    high, low, length, bin_id = _FIELDS.unpack_from(raw, at + ADDRESS_SIZE)
+    return IndexEntry(high << 32 | low, length, bin_id)
 
 
 def _find(page: bytes | bytearray, address: bytes) -> int:
