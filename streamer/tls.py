@@ -49,6 +49,7 @@ class TlsStream(trio.abc.Stream):
         self._handshaken = False
         self._delayed = b""  # written by the listener's last handshake step, sent with its first data
         self._broken = False
+        self._failure: BaseException | None = None  # met after some good data, raised next
         self._closed = False
 
     def peer_certificate(self) -> bytes | None:
@@ -127,6 +128,8 @@ class TlsStream(trio.abc.Stream):
         limit = DEFAULT_RECEIVE if max_bytes is None else max_bytes
         if limit < 1:
             raise ValueError("max_bytes must be >= 1")
+        if self._failure is not None:
+            raise self._broke(self._failure) from self._failure
         self._receiving = True
         try:
             waited = False
@@ -162,7 +165,7 @@ class TlsStream(trio.abc.Stream):
         except (ssl.SSLError, ssl.CertificateError) as exc:
             if not parts:
                 raise self._broke(exc) from exc
-            # the data before the failure is good; the next call meets the failure again
+            self._failure = exc  # the data before it is good: the next call raises it
         return parts or None
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:

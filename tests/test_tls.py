@@ -149,3 +149,39 @@ async def test_garbage_instead_of_a_handshake_breaks_it() -> None:
     with pytest.raises(trio.BrokenResourceError):
         await server.do_handshake()
     await client_transport.aclose()
+
+
+class _Flipping(trio.abc.Stream):
+    """A transport that, once armed, flips the last byte of what it sends (a forged record)."""
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.armed = False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        raw = bytes(data)
+        if self.armed:
+            raw = raw[:-1] + bytes([raw[-1] ^ 1])
+        await self.inner.send_all(raw)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.inner.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_the_good_records_before_a_forged_one_are_read_then_the_stream_breaks() -> None:
+    client_transport, server_transport = trio.testing.memory_stream_pair()
+    flipping = _Flipping(client_transport)
+    client, server = await _handshaken(flipping, server_transport)
+    await client.send_all(b"good")
+    flipping.armed = True
+    await client.send_all(b"evil")  # its authentication tag no longer matches
+    assert await server.receive_some() == b"good"  # both records came in one transport read
+    with pytest.raises(trio.BrokenResourceError) as caught:
+        await server.receive_some()
+    assert isinstance(caught.value.__cause__, ssl.SSLError)
