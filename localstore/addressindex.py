@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 from array import array
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -79,13 +81,12 @@ def _encode(address: bytes, entry: IndexEntry) -> bytes:
     )
 
 
+_FIELDS = struct.Struct(">HIHQ")  # the slot's high 16 and low 32 bits, length, bin ID
+
+
 def _decode(raw: bytes | bytearray, at: int) -> IndexEntry:
-    base = at + ADDRESS_SIZE
-    return IndexEntry(
-        int.from_bytes(raw[base : base + 6], "big"),
-        int.from_bytes(raw[base + 6 : base + 8], "big"),
-        int.from_bytes(raw[base + 8 : base + 16], "big"),
-    )
+    high, low, length, bin_id = _FIELDS.unpack_from(raw, at + ADDRESS_SIZE)
+    return IndexEntry(high << 32 | low, length, bin_id)
 
 
 def _find(page: bytes | bytearray, address: bytes) -> int:
@@ -104,12 +105,16 @@ class AddressIndex:
         self._directory = directory
         self._fd = fd
         self._key = key
+        self._hasher = hashlib.blake2b(digest_size=8, key=key)  # keyed, never fed: copied per address
         self._count = count
         self._pages = os.fstat(fd).st_size // PAGE_SIZE - 1
         self._depth = 0
         self._table = array("I", [1])
         self._stale = False
-        self._recent: dict[bytes, IndexEntry | None] = {}  # None: not in the index
+        # None: not in the index. An OrderedDict, not a dict: dropping a plain dict's first entry
+        # (``next(iter(d))``) walks past every slot deleted before it until the dict resizes,
+        # about 4 us a call at 8,192 entries against 0.2 us for ``popitem(last=False)``.
+        self._recent: OrderedDict[bytes, IndexEntry | None] = OrderedDict()
 
     @classmethod
     def open(cls, directory: str, slots: int) -> AddressIndex | None:
@@ -218,7 +223,10 @@ class AddressIndex:
         return self._count
 
     def _hash(self, address: bytes) -> int:
-        return int.from_bytes(hashlib.blake2b(address, digest_size=8, key=self._key).digest(), "little")
+        # a copy of the keyed hasher: 0.7 us, against 1.0 to key a new one (the same hash)
+        hasher = self._hasher.copy()
+        hasher.update(address)
+        return int.from_bytes(hasher.digest(), "little")
 
     def _page_of(self, address: bytes) -> int:
         return self._table[self._hash(address) & ((1 << self._depth) - 1)]
@@ -232,7 +240,7 @@ class AddressIndex:
     def _remember(self, address: bytes, entry: IndexEntry | None) -> None:
         recent = self._recent
         if len(recent) >= RECENT:
-            del recent[next(iter(recent))]  # the oldest: dicts keep insertion order
+            recent.popitem(last=False)  # the oldest
         recent[address] = entry
 
     def get(self, address: bytes) -> IndexEntry | None:
@@ -264,6 +272,35 @@ class AddressIndex:
                 self._remember(address, entry)
                 return
             self._split(number, page)
+
+    def add_many(self, entries: Iterable[tuple[bytes, IndexEntry]]) -> None:
+        """Add addresses none of which is in the index yet: as `add` one by one, but with one page
+        read and one write per bucket they fall in (a batch of 128 shares pages the more, the
+        smaller the index), not per address."""
+        recent = self._recent
+        pending = list(entries)
+        while pending:
+            buckets: dict[int, list[tuple[bytes, IndexEntry]]] = {}
+            for item in pending:
+                recent.pop(item[0], None)  # until the file says so
+                buckets.setdefault(self._page_of(item[0]), []).append(item)
+            pending = []
+            # a split moves only the addresses of the bucket split: the other groups stay true
+            for number, items in buckets.items():
+                page = bytearray(self._read(number))
+                count = int.from_bytes(page[:2], "big")
+                fit = items[: BUCKET_CAPACITY - count]
+                if fit:
+                    at = BUCKET_HEADER + count * ENTRY_SIZE
+                    page[at : at + len(fit) * ENTRY_SIZE] = b"".join(_encode(a, e) for a, e in fit)
+                    page[:2] = (count + len(fit)).to_bytes(2, "big")
+                    os.pwrite(self._fd, page, number * PAGE_SIZE)
+                    self._count += len(fit)
+                    for address, entry in fit:
+                        self._remember(address, entry)
+                if len(fit) < len(items):  # the bucket is full: split it, place the rest again
+                    self._split(number, page)
+                    pending.extend(items[len(fit) :])
 
     def _split(self, number: int, page: bytearray) -> None:
         """Split the full bucket ``page`` by the next bit of its addresses' hashes."""

@@ -120,8 +120,7 @@ class ChunkWrites:
     def _index_new(self, entries: list[tuple[bytes, IndexEntry]]) -> None:
         """Add committed chunks to the address index; if that fails, have it rebuilt at next open."""
         try:
-            for address, entry in entries:
-                self._index.add(address, entry)
+            self._index.add_many(entries)
         except BaseException:
             self._index.mark_stale()
             raise

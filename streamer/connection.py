@@ -46,7 +46,7 @@ from streamer.pings import Pings
 log = logging.getLogger(__name__)
 
 GOODBYE_TIMEOUT = 2.0
-RECEIVE_SIZE = 65536
+RECEIVE_SIZE = 256 * 1024  # a TLS stream hands back every record that has arrived, up to this
 MAX_WRITE = 256 * 1024  # bytes coalesced into one send_all
 
 MessageHandler = Callable[[Message], Awaitable[None]]

@@ -106,7 +106,8 @@ class FrameDecoder:
         if len(buf) < end:
             return None
         type_code = buf[FRAME_HEADER_SIZE]
-        body = bytes(buf[FRAME_HEADER_SIZE + 1 : end])
+        with memoryview(buf) as view:  # one copy of the body (a bytearray slice would be a second)
+            body = bytes(view[FRAME_HEADER_SIZE + 1 : end])
         del buf[:end]  # O(1) in CPython: bytearray drops a prefix by moving its start
         self._scan -= end
         try:

@@ -31,6 +31,7 @@ from streamer.messages import (
     Message,
     clip_reason,
 )
+from streamer.tls import TlsStream
 
 __all__ = ["HANDSHAKE_TIMEOUT", "HandshakeFailed", "handshake"]
 
@@ -99,6 +100,8 @@ async def handshake(
         await _fail(stream, exc, timeout)
     if isinstance(stream, _Heard):
         stream = raw  # the plain channel: no need to watch it any more
+    elif isinstance(stream, TlsStream) and isinstance(stream.transport_stream, _Heard):
+        stream.transport_stream = raw  # nor under TLS: one layer less on every read and write
     assert machine.local is not None and machine.remote is not None
     return PeerConnection(
         stream,

@@ -328,12 +328,16 @@ class DownstreamSession:
     def _receive_delivery(self, msg: ChunkDelivery) -> ChunkArrived:
         offer = (msg.bin, msg.live, msg.start)
         wanted = self._wanted.get(offer)
-        where = f"delivery for {stream_name(msg.bin, msg.live)} offer {msg.start} index {msg.index}"
         if wanted is None:
-            raise RemoteProtocolError(f"{where}: no such open offer", GoodbyeCode.UNSOLICITED_DELIVERY)
+            raise RemoteProtocolError(f"{_where(msg)}: no such open offer", GoodbyeCode.UNSOLICITED_DELIVERY)
         address = wanted.pop(msg.index, None)
         if address is None:
-            raise RemoteProtocolError(f"{where}: not wanted", GoodbyeCode.UNSOLICITED_DELIVERY)
+            raise RemoteProtocolError(f"{_where(msg)}: not wanted", GoodbyeCode.UNSOLICITED_DELIVERY)
         if not wanted:
             del self._wanted[offer]
         return ChunkArrived(address, msg)
+
+
+def _where(msg: ChunkDelivery) -> str:
+    """A delivery, named for an error (formatted only then: deliveries are the hot path)."""
+    return f"delivery for {stream_name(msg.bin, msg.live)} offer {msg.start} index {msg.index}"

@@ -122,6 +122,49 @@ def test_recent_entries_skip_the_page_read_and_stay_true(
     reopened.close(slots=3 * BUCKET_CAPACITY)
 
 
+@settings(max_examples=30, deadline=None)
+@given(batches=st.lists(st.lists(st.integers(0, 3000), max_size=300, unique=True), max_size=12))
+def test_add_many_matches_adding_one_by_one(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[int]]
+) -> None:
+    """Batches through many splits (and directory doublings) hold what single adds would."""
+    directory = tmp_path_factory.mktemp("index")
+    index = AddressIndex.build(str(directory), [])
+    model: dict[bytes, IndexEntry] = {}
+    try:
+        for batch in batches:
+            new = [n for n in batch if address(n) not in model]
+            index.add_many((address(n), entry(n)) for n in new)
+            model.update((address(n), entry(n)) for n in new)
+            assert len(index) == len(model)
+        index.close(slots=len(model))
+        reopened = AddressIndex.open(str(directory), slots=len(model))
+        assert reopened is not None, "the buckets' headers add up to the count"
+        index = reopened
+        for n in range(3001):
+            assert index.get(address(n)) == model.get(address(n))
+    finally:
+        index.close(slots=len(model))
+
+
+def test_add_many_reads_and_writes_each_bucket_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    index = build(tmp_path, range(30))  # one bucket, with room for 40 more
+    reads: list[int] = []
+    read = index._read
+
+    def counted(page: int) -> bytes:
+        reads.append(page)
+        return read(page)
+
+    monkeypatch.setattr(index, "_read", counted)
+    batch = range(10**6, 10**6 + 40)
+    index.add_many((address(n), entry(n)) for n in batch)
+    assert len(reads) == 1, "one read of the bucket, not one per address"
+    assert all(index.get(address(n)) == entry(n) for n in batch) and len(reads) == 1
+    assert len(index) == 70
+    index.close(slots=70)
+
+
 def test_open_refuses_what_must_be_rebuilt(tmp_path: Path) -> None:
     assert AddressIndex.open(str(tmp_path), slots=0) is None, "no file"
     index = build(tmp_path, range(300))
@@ -225,11 +268,12 @@ def test_a_failed_index_update_is_repaired_at_the_next_open(
     with LocalStore(path, OVERLAY) as store:
         assert store.put(first)
 
-        def broken_add(self: AddressIndex, address: bytes, entry: IndexEntry) -> None:
+        def broken_add(self: AddressIndex, *args: object) -> None:
             raise OSError("no space left on device")
 
         with monkeypatch.context() as patch:
             patch.setattr(AddressIndex, "add", broken_add)
+            patch.setattr(AddressIndex, "add_many", broken_add)
             with pytest.raises(OSError, match="no space left"):
                 store.put(second)
         assert len(store) == 1, "committed to the pull index and cursors, but not indexed yet"
