@@ -88,11 +88,8 @@ def test_property_index_matches_a_dict(
         index.close(slots=len(model))
 
 
-def test_recent_entries_skip_the_page_read_and_stay_true(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(addressindex, "RECENT", 50)
-    index = build(tmp_path, range(3 * BUCKET_CAPACITY))
+def counted_reads(index: AddressIndex, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pages ``index`` reads from now on, in order."""
     reads: list[int] = []
     read = index._read
 
@@ -101,6 +98,15 @@ def test_recent_entries_skip_the_page_read_and_stay_true(
         return read(page)
 
     monkeypatch.setattr(index, "_read", counted)
+    return reads
+
+
+def test_recent_entries_skip_the_page_read_and_stay_true(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(addressindex, "RECENT", 50)
+    index = build(tmp_path, range(3 * BUCKET_CAPACITY))
+    reads = counted_reads(index, monkeypatch)
     assert index.get(address(7)) == entry(7)
     assert index.get(address(7)) == entry(7) and address(7) in index
     assert len(reads) == 1, "a recent entry is answered from memory"
@@ -149,14 +155,7 @@ def test_add_many_matches_adding_one_by_one(
 
 def test_add_many_reads_and_writes_each_bucket_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     index = build(tmp_path, range(30))  # one bucket, with room for 40 more
-    reads: list[int] = []
-    read = index._read
-
-    def counted(page: int) -> bytes:
-        reads.append(page)
-        return read(page)
-
-    monkeypatch.setattr(index, "_read", counted)
+    reads = counted_reads(index, monkeypatch)
     batch = range(10**6, 10**6 + 40)
     index.add_many((address(n), entry(n)) for n in batch)
     assert len(reads) == 1, "one read of the bucket, not one per address"
