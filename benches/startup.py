@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benches.sync import load_average, make_chunks
+from benches.sync import interrupt, load_average, make_chunks
 from swarm.testing import NodeProcess, preload
 
 PROBE = Path(__file__).with_name("startup_node.py")
@@ -64,12 +63,7 @@ def run_b(
             if time.monotonic() > deadline:
                 break
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        interrupt(proc, 15)
     missing = [name for name in MILESTONES if name not in marks]
     if missing:
         raise RuntimeError(f"B from {tree} did not reach {missing}; see {data_dir}")

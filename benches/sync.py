@@ -325,12 +325,17 @@ def py_spy(pid: int, output: str | None, *, native: bool = False) -> Iterator[No
     try:
         yield
     finally:
-        spy.send_signal(signal.SIGINT)
-        try:
-            spy.wait(30)
-        except subprocess.TimeoutExpired:
-            spy.kill()
-            spy.wait()
+        interrupt(spy, 30)
+
+
+def interrupt(proc: subprocess.Popen[Any], timeout: float) -> None:
+    """Stop ``proc`` as Ctrl-C would (SIGINT), killing it if it is still running after ``timeout`` s."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 # -- protocol arithmetic ------------------------------------------------------------------------

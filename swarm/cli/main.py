@@ -219,7 +219,7 @@ def command_named(argv: list[str]) -> str | None:
     """The subcommand ``argv`` names when only ``--log-level`` comes before it, else None.
 
     `swarm node` builds a parser of that command alone: registering every subcommand takes about
-    50 ms, which a node would spend before it dials its peers (docs/performance.md, "Start-up").
+    25 ms, which a node would spend before it dials its peers (docs/performance.md, "Start-up").
     Anything else (``-h`` before the command, an unknown option) gets the whole parser, and so
     the same help and errors as before."""
     words = iter(argv)
