@@ -22,7 +22,11 @@ upload rate / the lone node's; ``receipts`` are those node 0 received from other
 durable: two storers, one not node 0). Then as much again (other bytes) with ``Swarm-Receipts: 1``,
 a single-receipt upload (Bee's direct upload: one storer's receipt per chunk, node 0's own for
 a chunk of its neighbourhood): ``single_ratio`` = its rate / the lone node's, ``single_cpu_s``
-the six nodes' CPU seconds during it. Then as much again with ``Swarm-Deferred-Upload: true``:
+the six nodes' CPU seconds during it. ``push_s``/``single_s`` are the two uploads' seconds to
+the answer, ``push_replicated_s``/``single_replicated_s`` from the same start until every node
+holds every chunk (the copies the sync rule asks for at radius 0, made by pull syncing: after
+the answer when the nodes put uploads first, ``swarm node --replication-wait``); the bench
+waits for them before the next upload. Then as much again with ``Swarm-Deferred-Upload: true``:
 ``deferred_answer_mib_per_s`` to the answer, ``deferred_durable_mib_per_s`` until the tag says
 every chunk is durable. ``chunks_per_batch``: chunks receipted per batch push (swarm/net/push_batches.py);
 ``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes
@@ -36,9 +40,11 @@ nodes' during the durable upload (node 0 first). ``--py-spy FILE`` profiles node
 during the durable upload (FILE.uploader, FILE.storer; ``--native`` samples exact stacks) and
 the single-receipt one (FILE.single.uploader, FILE.single.storer).
 
-``--verify-workers N`` (push only) gives every node N verifier processes (``swarm node``'s own
-default is one per core beyond the first: 1 here); the default 0 verifies in the node's process,
-as the bench's figures so far were taken (six nodes on two cores have no spare core).
+``--replication-wait S`` (push only) starts every node with it (0: live offers go out at once, as
+before uploads came first). ``--verify-workers N`` (push only) gives every node N verifier
+processes (``swarm node``'s own default is one per core beyond the first: 1 here); the default 0
+verifies in the node's process, as the bench's figures so far were taken (six nodes on two cores
+have no spare core).
 
 ``load`` is the 1-minute load average at the start; compare figures with ``python -m benches.bmt``.
 """
@@ -188,11 +194,30 @@ def copies(nodes: list[NodeProcess]) -> tuple[int, int, int]:
     return pulled, repeats, held
 
 
+def replicated(nodes: list[NodeProcess], started: float) -> float:
+    """Seconds from ``started`` until every node holds as many chunks as node 0 (at radius 0 the
+    sync rule gives every node every chunk): the upload's copies are all made."""
+    target = node_chunks(nodes[0])
+    poll(lambda: all(node_chunks(node) >= target for node in nodes[1:]), timeout=600, interval=0.05)
+    return time.perf_counter() - started
+
+
+def node_chunks(node: NodeProcess) -> int:
+    return int(node.get("/sync").json()["chunks"])
+
+
 def bench_push(
-    mib: int, workdir: Path, spy: str | None = None, native: bool = False, verify_workers: int = 0
+    mib: int,
+    workdir: Path,
+    spy: str | None = None,
+    native: bool = False,
+    verify_workers: int = 0,
+    replication_wait: float | None = None,
 ) -> dict[str, Any]:
     data = random.Random(33).randbytes(mib << 20)
     plain = ["--channel", "plain", "--verify-workers", str(verify_workers)]
+    if replication_wait is not None:
+        plain += ["--replication-wait", str(replication_wait)]
     with NodeProcess(workdir / "lone", extra=plain) as lone:
         lone_cpu = cpu_seconds(pid_of(lone))
         local_s, doc = upload(lone, data)
@@ -212,6 +237,7 @@ def bench_push(
             py_spy(pid_of(nodes[0]), spy and spy + ".uploader", native=native),
             py_spy(pid_of(nodes[1]), spy and spy + ".storer", native=native),
         ):
+            started = time.perf_counter()
             swarm_s, doc = upload(nodes[0], data)
         cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
         reserve = nodes[0].get("/sync").json()["reserve"]
@@ -221,16 +247,20 @@ def bench_push(
         after = copies(nodes)
         pulled, repeats, held = (b - a for a, b in zip(counted, after, strict=True))
         batched = reserve.get("push_batched", 0) / max(1, reserve.get("push_batches", 0))
+        replicated_s = replicated(nodes, started)
+        after = copies(nodes)  # the copies made after the answer are not the next upload's
         cpu_before = [cpu_seconds(pid_of(n)) for n in nodes]
         with (
             py_spy(pid_of(nodes[0]), spy and spy + ".single.uploader", native=native),
             py_spy(pid_of(nodes[1]), spy and spy + ".single.storer", native=native),
         ):
+            started = time.perf_counter()
             single_s, _ = upload(nodes[0], random.Random(35).randbytes(mib << 20), receipts=1)
         single_cpu = [round(cpu_seconds(pid_of(n)) - b, 2) for n, b in zip(nodes, cpu_before, strict=True)]
         single_pulled, single_repeats, single_held = (
             b - a for a, b in zip(after, copies(nodes), strict=True)
         )
+        single_replicated_s = replicated(nodes, started)
         answered_s, durable_s = deferred_upload(nodes[0], random.Random(34).randbytes(mib << 20))
     finally:
         for node in nodes:
@@ -238,6 +268,7 @@ def bench_push(
     return {
         "push_mib": mib,
         "verify_workers": verify_workers,
+        "replication_wait": replication_wait,
         "push_chunks": doc["chunks"],
         "local_mib_per_s": round(mib / local_s, 2),
         "push_mib_per_s": round(mib / swarm_s, 2),
@@ -251,9 +282,13 @@ def bench_push(
         "local_cpu_s": round(lone_cpu, 2),
         "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),
+        "push_replicated_s": round(replicated_s, 2),
+        "push_s": round(swarm_s, 2),
         "single_mib_per_s": round(mib / single_s, 2),
         "single_cpu_s": single_cpu,  # per node process during the single-receipt upload
         "single_ratio": round(local_s / single_s, 3),
+        "single_replicated_s": round(single_replicated_s, 2),
+        "single_s": round(single_s, 2),
         "single_pulled_from_uploader": single_pulled,
         "single_pull_repeats": single_repeats,
         "single_pushes_held": single_held,
@@ -278,6 +313,12 @@ def main() -> None:
     parser.add_argument(
         "--verify-workers", type=int, default=0, metavar="N", help="push: verifier processes per node (0)"
     )
+    parser.add_argument(
+        "--replication-wait",
+        type=float,
+        metavar="S",
+        help="push: every node's `swarm node --replication-wait` (default: the node's; 0: copies at once)",
+    )
     args = parser.parse_args()
     result: dict[str, Any] = {"load": load_average(), "cpus": os.cpu_count()}
     tmp = Path(tempfile.mkdtemp(prefix="bench-reserve-"))
@@ -287,7 +328,10 @@ def main() -> None:
         if args.part in ("sync", "all"):
             result.update(bench_sync(args.chunks, tmp / "sync"))
         if args.part in ("push", "all"):
-            result.update(bench_push(args.mib, tmp / "push", args.py_spy, args.native, args.verify_workers))
+            pushed = bench_push(
+                args.mib, tmp / "push", args.py_spy, args.native, args.verify_workers, args.replication_wait
+            )
+            result.update(pushed)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(result))

@@ -12,6 +12,7 @@ from localstore.capacity import DEFAULT_CAPACITY
 from swarm.live.config import LiveConfig
 from swarm.spaces.config import SpaceConfig
 from syncer.pull_config import PullerConfig
+from syncer.upload_first import DEFAULT_MAX_WAIT, DEFAULT_QUIET
 
 __all__ = ["CHANNELS", "DEFAULT_FORWARDING", "DEFAULT_STRATEGY", "NodeConfig"]
 
@@ -44,6 +45,10 @@ class NodeConfig:
     gossip: bool = True  # False: static peering, no peer records sent or learned
     gossip_interval: float = 5.0
     live_idle: float = 0.05
+    # live offers wait while the node serves uploads: until `replication_quiet` s without upload
+    # work, at most `replication_wait` s (0: never; syncer/upload_first.py)
+    replication_quiet: float = DEFAULT_QUIET
+    replication_wait: float = DEFAULT_MAX_WAIT
     retrieve_timeout: float = 10.0
     hedge_after: float = 0.25  # a silent retrieval or push attempt gets a parallel one (benches.retrieval)
     hop_limit: int = 8

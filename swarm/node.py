@@ -57,6 +57,7 @@ from syncer.intake import ChunkIntake
 from syncer.interval_store import IntervalStore
 from syncer.puller import Puller, SyncRule
 from syncer.transfers import Transfers
+from syncer.upload_first import UploadFirst
 from syncer.verifier import ChunkVerifier
 
 if TYPE_CHECKING:
@@ -105,6 +106,9 @@ class Node:
             config.provable_sync, self.identity, self.overlay, self.store, network_id=config.network_id
         )
         self.verifier = ChunkVerifier(config.verify_workers)
+        self.upload_first = UploadFirst(
+            trio.current_time, quiet=config.replication_quiet, max_wait=config.replication_wait
+        )
         self.transfers = Transfers()
         self.equivocations = EquivocationLog(self.store)
         self.pins = Pins(self.store)
@@ -219,6 +223,7 @@ class Node:
                 loads=self.retrieval.loads,
                 forwarding=self.retrieval.forwarding,
                 record=self._record_request,
+                upload_work=self.upload_first.touch,
             )
         )
         self.offer_leases = parts.offer_leases
@@ -246,6 +251,7 @@ class Node:
             retrieval=self.retrieval,
             live=self.live,
             pushsync=self.pushsync,
+            upload_first=self.upload_first,
         )
 
     def _stored(self, addresses: Iterable[bytes]) -> None:
@@ -412,7 +418,12 @@ class Node:
             equivocations=self.equivocations.count,
             repairs=self.repair.counters(),
             reserve=reserve_status(
-                self.reserve, self.pusher, self.pushsync, len(self.pins.roots()), len(self.pins)
+                self.reserve,
+                self.pusher,
+                self.pushsync,
+                self.upload_first,
+                len(self.pins.roots()),
+                len(self.pins),
             ),
             proofs=self.proofs.snapshot(),
             live=self.live.statistics(),

@@ -35,6 +35,7 @@ from syncer.intake import ChunkIntake
 from syncer.puller import Puller
 from syncer.pullsync import PullSyncClient
 from syncer.transfers import Transfers
+from syncer.upload_first import UploadFirst
 from syncer.upstream import Upstream
 
 __all__ = ["PeerWiring"]
@@ -60,6 +61,7 @@ class PeerWiring:
     retrieval: Retrieval
     live: LiveService
     pushsync: PushSync
+    upload_first: UploadFirst  # live offers wait while this node serves uploads
 
     def handshake(self, challenge: bytes, binding: bytes) -> Handshake:
         """Our handshake for one connection, signed over the peer's Hello nonce and the channel."""
@@ -96,6 +98,7 @@ class PeerWiring:
             conn,
             cast(LocalStore, LeasedStore(self.store, self.offer_leases)),
             live_idle=self.config.live_idle,
+            upload_first=self.upload_first,
             provable=self.proofs.provable(),
             unwanted=self.offer_leases.release_all,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, ParamSpec, TypeVar
 
 import trio
 
@@ -30,6 +31,9 @@ from swarm.reserve.uploads import Uploads
 from swarm.reserve.worker import ReserveWorker
 
 __all__ = ["ReserveInputs", "ReserveServices", "build_reserve_services"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class ReserveInputs:
     loads: LoadBook  # requests in flight per peer, shared with retrieval
     forwarding: Forwarding  # how equally close next hops share requests
     record: Callable[[bytes], None]  # a request sent on toward an address (the table's bin load)
+    upload_work: Callable[[], None] = lambda: None  # an upload's chunks stored, pushed or pushed here
 
 
 @dataclass(frozen=True)
@@ -83,12 +88,20 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
         return proximity(given.overlay, address) >= table.depth()
 
+    def store_pushed(chunks: list[Chunk]) -> int:
+        given.upload_work()
+        return given.store_synced(chunks)
+
+    def store_uploaded(chunks: list[Chunk], **kwargs: Any) -> int:
+        given.upload_work()
+        return given.store_uploaded(chunks, **kwargs)
+
     pushsync = PushSync(
         given.identity,
         config.network_id,
         peers=given.peers,
-        store=lambda chunk: given.store_synced([chunk]),
-        store_many=given.store_synced,
+        store=lambda chunk: store_pushed([chunk]),
+        store_many=store_pushed,
         verify_many=given.verify_chunks,
         held=given.held,
         responsible=responsible,
@@ -107,8 +120,8 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         given.store,
         overlay=given.overlay,
         get_chunk=given.store.get,
-        push=pushsync.push,
-        push_batch=pushsync.batches.push_round,
+        push=working(pushsync.push, given.upload_work),
+        push_batch=working(pushsync.batches.push_round, given.upload_work),
         responsible=responsible,
         has_peers=lambda: any(True for _ in given.peers()),
         own_radius=lambda: given.reserve.radius,
@@ -119,10 +132,23 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
     uploads = Uploads(
         pusher,
         given.pins,
-        store_chunks=given.store_uploaded,
-        store_checked=partial(given.store_uploaded, verified=False),
+        store_chunks=store_uploaded,
+        store_checked=partial(store_uploaded, verified=False),
         get_chunk=given.retrieve,
         protected_changed=worker.wake,
         receipt_timeout=config.receipt_timeout,
     )
     return ReserveServices(offer_leases, worker, pushsync, pusher, uploads)
+
+
+def working(push: Callable[P, Awaitable[T]], upload_work: Callable[[], None]) -> Callable[P, Awaitable[T]]:
+    """``push``, noting upload work as it starts and as it ends (its answer may take a while)."""
+
+    async def pushing(*args: P.args, **kwargs: P.kwargs) -> T:
+        upload_work()
+        try:
+            return await push(*args, **kwargs)
+        finally:
+            upload_work()
+
+    return pushing

@@ -4,7 +4,8 @@ Answers cursor requests; for each subscribed stream (bin, live) offers consecuti
 to 128 hashes from the pull index, keeping at most `window` offers not fully served; delivers
 exactly the chunks a want asks for, through the outbox class of the stream (live before
 historical). A live stream waits for new chunks (`LocalStore.wait_bin`) and closes a batch after
-128 hashes or `live_idle` seconds. Nothing is ever sent unasked.
+128 hashes or `live_idle` seconds; with `UploadFirst`, a ready live offer then waits while this node
+serves uploads (at most its `max_wait`). Nothing is ever sent unasked.
 
 `Unsubscribe` stops the offers and is acknowledged with `Unsubscribed`; wants received before it
 are still served, so the downstream's answered batches can complete. A historical stream whose
@@ -49,6 +50,7 @@ from streamer.messages import (
 from streamer.outbox import Priority
 from syncer.offers import StreamOffers
 from syncer.proven_upstream import PROOF_BYTE_KINDS, Provable, ProvenServing
+from syncer.upload_first import UploadFirst
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +81,14 @@ class Upstream:
         live_idle: float = DEFAULT_LIVE_IDLE,
         provable: Provable | None = None,
         unwanted: Callable[[list[bytes]], None] = lambda addresses: None,
+        upload_first: UploadFirst | None = None,
     ) -> None:
         self.conn = conn
         self.store = store
         self._unwanted = unwanted  # told the chunks a want passed over (swarm/reserve/offer_leases.py)
         self.window = window
         self.live_idle = live_idle
+        self._upload_first = upload_first  # live offers wait while this node serves uploads
         self.proven = None if provable is None else ProvenServing(provable, conn, store.epoch, self._readable)
         self._streams: dict[tuple[int, bool], _Stream] = {}
         self._acking: set[tuple[int, bool]] = set()  # streams whose Unsubscribed is not queued yet
@@ -217,6 +221,8 @@ class Upstream:
         while not offers.exhausted():
             await stream.slots.acquire()
             cursor = await self._wait_for_chunks(offers) if live else self.store.cursor(bin)
+            if live and self._upload_first is not None:
+                cursor = await self._wait_for_uploads(self._upload_first, bin)
             rng = offers.next_range(cursor)
             assert rng is not None, "a slot is free and chunks are there"
             if self.proven is not None:
@@ -248,6 +254,16 @@ class Upstream:
             while cursor - first + 1 < MAX_BATCH_SIZE:
                 cursor = await self.store.wait_bin(offers.bin, cursor)
         return self.store.cursor(offers.bin)
+
+    async def _wait_for_uploads(self, gate: UploadFirst, bin: int) -> int:
+        """Hold a ready live offer while this node serves uploads (syncer/upload_first.py); the
+        cursor then, with what came meanwhile."""
+        ready = gate.clock()
+        if gate.wait(ready) > 0:
+            while (seconds := gate.wait(ready)) > 0:
+                await trio.sleep(seconds)
+            gate.held(gate.clock() - ready)
+        return self.store.cursor(bin)
 
     async def _deliver(self, stream: _Stream) -> None:
         bin, live = stream.offers.bin, stream.offers.live

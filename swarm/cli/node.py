@@ -28,6 +28,7 @@ from swarm.cli.common import (
 from swarm.cli.reserve import add_capacity_option, neighbourhood_size
 from swarm.cli.space_args import add_space_node_options, space_config
 from swarm.live.pruning import DEFAULT_EAGER
+from syncer.upload_first import DEFAULT_MAX_WAIT, DEFAULT_QUIET
 
 __all__ = ["add_node_parser", "cmd_node", "network_range"]
 
@@ -151,6 +152,15 @@ def add_node_parser(sub: Any) -> None:
         "closest peer, the first good answer wins (0.01..10 s; default 0.25, chosen with "
         "benches.retrieval; raise it on slow links)",
     )
+    p.add_argument(
+        "--replication-wait",
+        type=seconds_in(0, 60),
+        default=DEFAULT_MAX_WAIT,
+        metavar="S",
+        help="uploads first: while this node stores or pushes an upload's chunks, the live offers "
+        "that copy new chunks on to its neighbours wait until it has done no upload work for "
+        f"{DEFAULT_QUIET:g} s, at most S seconds (0..60; default {DEFAULT_MAX_WAIT:g}; 0: offer at once)",
+    )
     add_capacity_option(p)  # issue 17: the reserve
     p.add_argument(
         "--neighbourhood-size",
@@ -207,6 +217,7 @@ def cmd_node(args: argparse.Namespace) -> int:
         dial_networks=tuple(args.dial_allow),
         neighbourhood_size=args.neighbourhood_size,
         hedge_after=args.hedge_after,
+        replication_wait=args.replication_wait,
         **({"capacity": args.capacity} if args.capacity else {}),
         provable_sync=args.provable_sync,
         spaces=space_config(args),

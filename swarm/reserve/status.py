@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from localstore.reserve import Reserve
 from swarm.net.pushsync import PushSync
 from swarm.reserve.pusher import Pusher
+from syncer.upload_first import UploadFirst
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
@@ -43,12 +44,16 @@ class ReserveStatus:
     push_batches: int = 0  # batches this node pushed (each up to 15 chunks, one receipt)
     push_batched: int = 0  # chunks those batches got receipted
     pushes_held: int = 0  # chunks peers pushed in batches that this node held already (not hashed again)
+    replication_held: int = 0  # live offers that waited while this node served uploads
+    replication_held_s: float = 0.0  # how long they waited, summed
+    replication_wait: float = 0.0  # the most one waits (0: never)
 
 
 def reserve_status(
-    reserve: Reserve, pusher: Pusher, pushsync: PushSync, pins: int, pinned: int
+    reserve: Reserve, pusher: Pusher, pushsync: PushSync, upload_first: UploadFirst, pins: int, pinned: int
 ) -> ReserveStatus:
     r = reserve.statistics()
+    u = upload_first.statistics()
     p = pusher.statistics()
     s = pushsync.statistics()
     return ReserveStatus(
@@ -72,6 +77,9 @@ def reserve_status(
         push_batches=pushsync.batches.sent,
         push_batched=pushsync.batches.attested,
         pushes_held=pushsync.batches.held,
+        replication_held=u.held_offers,
+        replication_held_s=u.held_seconds,
+        replication_wait=u.max_wait,
     )
 
 
