@@ -54,7 +54,14 @@ flight (leased: swarm/reserve/offer_leases.py). Measured at load 7-10: 97 over 1
 
 
 def node_args() -> list[str]:
+    """Small reserves; live offers at once (``--replication-wait 0``): the storers fill up and evict
+    here because they pull every chunk from the uploader while it still holds them all (radius 0
+    wants everything). With uploads first the uploader, at capacity, evicts receipted chunks
+    before its held offers go out, and each storer keeps little beyond its neighbourhood's
+    quarter, under capacity: no storer would be at capacity to restart below."""
     return [
+        "--replication-wait",
+        "0",
         "--capacity",
         str(CAPACITY),
         "--neighbourhood-size",
