@@ -23,10 +23,11 @@ durable: two storers, one not node 0). Then as much again (other bytes) with ``S
 a single-receipt upload (Bee's direct upload: one storer's receipt per chunk, node 0's own for
 a chunk of its neighbourhood): ``single_ratio`` = its rate / the lone node's, ``single_cpu_s``
 the six nodes' CPU seconds during it. ``push_s``/``single_s`` are the two uploads' seconds to
-the answer, ``push_replicated_s``/``single_replicated_s`` from the same start until every node
-holds every chunk (the copies the sync rule asks for at radius 0, made by pull syncing: after
-the answer when the nodes put uploads first, ``swarm node --replication-wait``); the bench
-waits for them before the next upload. Then as much again with ``Swarm-Deferred-Upload: true``:
+the answer, ``push_replicated_s``/``single_replicated_s`` from the same start to the last copy
+pull syncing made (the last change of any node's chunk count before they all stood still for
+1.5 s; at radius 0 the sync rule sends chunks to more nodes than their neighbourhood's: after the
+answer when the nodes put uploads first, ``swarm node --replication-wait``); the bench waits for
+them before the next upload. Then as much again with ``Swarm-Deferred-Upload: true``:
 ``deferred_answer_mib_per_s`` to the answer, ``deferred_durable_mib_per_s`` until the tag says
 every chunk is durable. ``chunks_per_batch``: chunks receipted per batch push (swarm/net/push_batches.py);
 ``pulled_from_uploader``: chunks the other nodes got from node 0 by pull syncing besides the pushes
@@ -194,12 +195,22 @@ def copies(nodes: list[NodeProcess]) -> tuple[int, int, int]:
     return pulled, repeats, held
 
 
-def replicated(nodes: list[NodeProcess], started: float) -> float:
-    """Seconds from ``started`` until every node holds as many chunks as node 0 (at radius 0 the
-    sync rule gives every node every chunk): the upload's copies are all made."""
-    target = node_chunks(nodes[0])
-    poll(lambda: all(node_chunks(node) >= target for node in nodes[1:]), timeout=600, interval=0.05)
-    return time.perf_counter() - started
+def replicated(nodes: list[NodeProcess], started: float, still: float = 1.5) -> float | None:
+    """Seconds from ``started`` to the last change of any node's chunk count, once the counts have
+    stood still for ``still`` seconds: when pull syncing made the upload's last copy (the sync
+    rule decides which nodes get one). None if they never stand still within two minutes."""
+    counts: list[int] = []
+    changed = time.perf_counter()
+    deadline = changed + 120.0
+    while time.perf_counter() < deadline:
+        now_counts = [node_chunks(node) for node in nodes]
+        now = time.perf_counter()
+        if now_counts != counts:
+            counts, changed = now_counts, now
+        elif now - changed >= still:
+            return changed - started
+        time.sleep(0.25)  # /sync costs each node a few ms: polled gently
+    return None
 
 
 def node_chunks(node: NodeProcess) -> int:
@@ -282,12 +293,12 @@ def bench_push(
         "local_cpu_s": round(lone_cpu, 2),
         "push_cpu_s": cpu,  # per node process during the durable upload, node 0 the uploader
         "push_ratio": round(local_s / swarm_s, 3),
-        "push_replicated_s": round(replicated_s, 2),
+        "push_replicated_s": replicated_s and round(replicated_s, 2),
         "push_s": round(swarm_s, 2),
         "single_mib_per_s": round(mib / single_s, 2),
         "single_cpu_s": single_cpu,  # per node process during the single-receipt upload
         "single_ratio": round(local_s / single_s, 3),
-        "single_replicated_s": round(single_replicated_s, 2),
+        "single_replicated_s": single_replicated_s and round(single_replicated_s, 2),
         "single_s": round(single_s, 2),
         "single_pulled_from_uploader": single_pulled,
         "single_pull_repeats": single_repeats,
