@@ -251,7 +251,8 @@ def _read_exactly(reader: BinaryIO, size: int) -> bytes | None:
 
 def serve(reader: BinaryIO, writer: BinaryIO, shared: memoryview | None = None) -> None:
     """Answer requests from ``reader`` on ``writer`` until ``reader`` ends; reference requests
-    point into ``shared``."""
+    point into ``shared``. A request's chunks are copied out of it before the reply is written:
+    once answered, its region may be overwritten."""
     while True:
         header = _read_exactly(reader, _LENGTH.size)
         if header is None:
