@@ -7,8 +7,11 @@ verdict on (the worker's start-up apart): this process's CPU (`time.process_time
 requests, writing them, reading and decoding the replies, trio's scheduling) and the worker's
 user and system CPU from /proc. The same chunks are then verified inline here with
 `syncer.verify_worker.check`, exactly the worker's per-chunk work without any IPC: the worker's
-figure less that one is what the process boundary costs it a chunk. Runs alternate nothing else;
-take the lock (`flock /tmp/bench.lock`) so no other bench shares the cores.
+figure less that one (``worker_overhead_us``) is what the process boundary costs it a chunk, but
+it is taken at another moment, so it carries the machine's drift in hashing speed (a few µs
+either way on a shared VM): compare builds by alternated runs, not by one figure.
+``worker_start_cpu_s`` is the worker's CPU up to its first verdict (start-up and one batch).
+Take the lock (`flock /tmp/bench.lock`) so no other bench shares the cores.
 
 Prints one JSON line, medians over ``--runs``: ``{"chunks", "batch", "runs", "node_us_per_chunk",
 "worker_us_per_chunk", "worker_user_us", "worker_sys_us", "inline_check_us_per_chunk",
