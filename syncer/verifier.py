@@ -6,6 +6,13 @@ returns at once; the caller awaits the verdicts later, so this process decodes, 
 answers offers while the workers hash. Each worker answers its batches in order, so one reader
 task per worker pairs replies with requests by position.
 
+The chunks of a request travel through memory shared with the worker (a memfd of RING_SIZE
+bytes, Linux): `submit` writes the request body there once, in a region the worker's reply frees
+(`RingSpace`), and sends the worker a 14-byte reference through the pipe. A request that finds no
+room there (the worker is behind by more than the ring holds), or a system without memfd, goes
+through the pipe whole, as it did before the ring: so a worker that stops reading still fills
+its pipe and is found out by SEND_TIMEOUT.
+
 With no workers (the default for an in-process node, and where there is only one core) the
 verdicts are computed inline by `submit`. A worker that dies is logged and its pending batches,
 and every batch after, are verified inline: a verdict is never lost, only slower.
@@ -16,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import mmap
+import os
 import subprocess
 import sys
 from collections import deque
@@ -26,11 +35,15 @@ import trio
 from chunks import Chunk
 from syncer.verify_worker import (
     MAX_BATCH,
+    RingSpace,
     WorkerProtocolError,
     check,
     decode_reply,
+    encode_reference,
     encode_request,
     frame_length,
+    request_size,
+    write_request,
 )
 
 __all__ = ["MAX_BATCH", "ChunkVerifier", "Verdicts"]
@@ -39,6 +52,8 @@ log = logging.getLogger(__name__)
 
 MAX_WORKERS = 8
 PIPE_SIZE = 1 << 20
+RING_SIZE = 2 << 20
+"""Bytes of memory shared with each worker: three requests of 128 full chunks (528 KB each)."""
 SEND_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 
@@ -65,13 +80,15 @@ class Verdicts:
 
 
 class _Worker:
-    def __init__(self, number: int, process: trio.Process) -> None:
+    def __init__(self, number: int, process: trio.Process, memory: mmap.mmap | None) -> None:
         self.number = number
         self.process = process
         assert process.stdin is not None and process.stdout is not None
         self.stdin = process.stdin
         self.stdout = process.stdout
-        self.pending: deque[Verdicts] = deque()
+        self.memory = memory
+        self.ring = RingSpace(len(memory)) if memory is not None else None
+        self.pending: deque[tuple[Verdicts, bool]] = deque()  # and whether it holds a ring region
         self.alive = True
         self.send_lock = trio.Lock()
         if isinstance(self.stdin, trio.lowlevel.FdStream):
@@ -84,7 +101,7 @@ class _Worker:
         self.alive = False
         log.error("chunk verifier worker %d failed (%s); verifying in the node process", self.number, why)
         while self.pending:
-            self.pending.popleft().verify_inline()
+            self.pending.popleft()[0].verify_inline()
 
 
 class ChunkVerifier:
@@ -102,25 +119,52 @@ class ChunkVerifier:
 
     async def run(self, *, task_status: trio.TaskStatus[ChunkVerifier] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the workers and serve until cancelled (which ends them)."""
+        try:
+            async with trio.open_nursery() as nursery:
+                for number in range(self.workers):
+                    try:
+                        worker = await self._start_worker(nursery, number)
+                    except OSError as exc:
+                        log.error(
+                            "cannot start chunk verifier worker %d (%s); verifying with fewer",
+                            number,
+                            exc,
+                        )
+                        break
+                    self._workers.append(worker)
+                    nursery.start_soon(self._read_replies, worker)
+                task_status.started(self)
+        finally:
+            for worker in self._workers:  # a late submit verifies inline, and writes nothing here
+                worker.alive = False
+                if worker.memory is not None:
+                    worker.memory.close()
+
+    async def _start_worker(self, nursery: trio.Nursery, number: int) -> _Worker:
+        """Spawn worker ``number`` with its shared memory (if this system has memfd)."""
         command = [sys.executable, "-m", "syncer.verify_worker"]
-        async with trio.open_nursery() as nursery:
-            for number in range(self.workers):
-                start = partial(
-                    trio.run_process,
-                    command,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    check=False,
-                    deliver_cancel=_end_worker,
-                )
-                try:
-                    worker = _Worker(number, await nursery.start(start))
-                except OSError as exc:
-                    log.error("cannot start chunk verifier worker %d (%s); verifying with fewer", number, exc)
-                    break
-                self._workers.append(worker)
-                nursery.start_soon(self._read_replies, worker)
-            task_status.started(self)
+        fd, memory = _shared_memory(RING_SIZE)
+        try:
+            if fd is not None:
+                command += ["--shared", str(fd), str(RING_SIZE)]
+            start = partial(
+                trio.run_process,
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                check=False,
+                deliver_cancel=_end_worker,
+                pass_fds=() if fd is None else (fd,),
+            )
+            process = await nursery.start(start)
+        except BaseException:
+            if memory is not None:
+                memory.close()
+            raise
+        finally:
+            if fd is not None:
+                os.close(fd)  # the mapping stays; the worker has its own descriptor
+        return _Worker(number, process, memory)
 
     async def submit(self, chunks: list[Chunk]) -> Verdicts:
         """Start verifying ``chunks`` (1..MAX_BATCH); await ``wait()`` on the result for the verdicts."""
@@ -130,8 +174,15 @@ class ChunkVerifier:
             verdicts.verify_inline()
             return verdicts
         worker = min(live, key=lambda w: len(w.pending))
-        request = encode_request(chunks)
-        worker.pending.append(verdicts)  # before any await: replies pair with requests by order
+        size = request_size(chunks)
+        offset = worker.ring.take(size) if worker.ring is not None else None
+        if offset is not None:
+            assert worker.memory is not None
+            write_request(worker.memory, offset, chunks)
+            request = encode_reference(offset, size)
+        else:
+            request = encode_request(chunks)
+        worker.pending.append((verdicts, offset is not None))  # before any await: replies pair by order
         # A request half-written would corrupt the stream, so a cancelled caller does not cut it
         # off. The worker is always reading (or dead, and the write fails at once); one that
         # stops reading for SEND_TIMEOUT is given up and killed.
@@ -159,7 +210,10 @@ class ChunkVerifier:
                 del buffer[: 4 + size]
                 if not worker.pending:
                     raise WorkerProtocolError("a reply to no request")
-                verdicts = worker.pending.popleft()
+                verdicts, in_ring = worker.pending.popleft()
+                if in_ring:
+                    assert worker.ring is not None
+                    worker.ring.release()
                 verdicts.set(decode_reply(body, len(verdicts.chunks)))
         except (WorkerProtocolError, EOFError, trio.BrokenResourceError) as exc:
             code = worker.process.returncode if worker.process.returncode is not None else "running"
@@ -174,6 +228,21 @@ async def _end_worker(process: trio.Process) -> None:
     with trio.move_on_after(STOP_TIMEOUT):
         await process.wait()
     process.kill()
+
+
+def _shared_memory(size: int) -> tuple[int | None, mmap.mmap | None]:
+    """A descriptor of ``size`` bytes of anonymous memory and this process's mapping of it, or
+    (None, None) where there is no memfd (not Linux): requests then go through the pipe."""
+    try:
+        fd = os.memfd_create("swarm-verify", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None, None
+    try:
+        os.ftruncate(fd, size)
+        return fd, mmap.mmap(fd, size)
+    except OSError:
+        os.close(fd)
+        return None, None
 
 
 def _widen_pipe(fd: int) -> None:

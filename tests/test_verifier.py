@@ -134,3 +134,33 @@ async def test_a_worker_that_cannot_start_leaves_inline_verification(
             assert await (await verifier.submit(MIXED[:10])).wait() == EXPECTED[:10]
             nursery.cancel_scope.cancel()
     assert any("cannot start chunk verifier worker 0" in r.message for r in caplog.records)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+async def test_requests_go_through_the_ring_while_it_has_room_and_through_the_pipe_after(
+    monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    """A ring of three 10-chunk requests: of eight submitted at once, the first three are in
+    shared memory, the rest in the pipe; a worker with no shared memory (no memfd) takes all
+    eight through the pipe. Every verdict pairs with its batch either way, and the ring's
+    regions are all free again once the worker has answered."""
+    monkeypatch.setattr("syncer.verifier.RING_SIZE", 3 * (2 + 10 * (36 + 4104)))
+    if not shared:
+        monkeypatch.setattr("syncer.verifier._shared_memory", lambda size: (None, None))
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(1).run)
+            (worker,) = verifier._workers
+            starts = [(i * 10) % 60 for i in range(8)]
+            os.kill(worker.process.pid, signal.SIGSTOP)  # no reply frees a region meanwhile
+            try:
+                pending = [await verifier.submit(MIXED[s : s + 10]) for s in starts]
+                in_ring = [in_ring for _, in_ring in worker.pending]
+            finally:
+                os.kill(worker.process.pid, signal.SIGCONT)
+            assert in_ring == [shared] * 3 + [False] * 5
+            for s, verdicts in zip(starts, pending, strict=True):
+                assert await verdicts.wait() == EXPECTED[s : s + 10]
+            assert worker.ring is None or len(worker.ring) == 0
+            assert verifier.live_workers == 1
+            nursery.cancel_scope.cancel()

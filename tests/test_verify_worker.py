@@ -16,14 +16,18 @@ from swarm.testing import random_chunks
 from syncer.verify_worker import (
     MAX_BATCH,
     MAX_FRAME,
+    RingSpace,
     WorkerProtocolError,
     check,
     decode_reply,
     decode_request,
+    encode_reference,
     encode_reply,
     encode_request,
     frame_length,
+    request_size,
     serve,
+    write_request,
 )
 
 VALID = random_chunks(4, seed=301)
@@ -118,3 +122,96 @@ def test_serve_refuses_a_stream_cut_inside_a_frame() -> None:
     frame = encode_request(VALID[:1])
     with pytest.raises(WorkerProtocolError, match="short of a frame"):
         serve(io.BytesIO(frame[:-10]), io.BytesIO())
+
+
+@given(chunks_st, st.integers(0, 100))
+def test_a_request_written_in_place_is_the_encoded_request(chunks: list[Chunk], offset: int) -> None:
+    size = request_size(chunks)
+    encoded = encode_request(chunks)
+    assert size == len(encoded) - 4
+    buffer = bytearray(b"\xee" * (offset + size + 7))
+    write_request(buffer, offset, chunks)
+    assert buffer[offset : offset + size] == encoded[4:]
+    assert buffer[:offset] == b"\xee" * offset and buffer[offset + size :] == b"\xee" * 7
+    assert decode_request(memoryview(buffer)[offset : offset + size]) == chunks
+
+
+def test_request_size_checks_what_encode_request_checks() -> None:
+    with pytest.raises(ValueError, match=r"1\.\.1024"):
+        request_size([])
+    with pytest.raises(ValueError, match="over 4201"):
+        request_size([Chunk(bytes(32), bytes(4202))])
+
+
+@given(st.lists(st.none() | st.just("bad chunk"), min_size=1, max_size=MAX_BATCH))
+def test_an_all_valid_reply_is_zeros_and_any_reply_decodes_as_the_slow_path_would(
+    problems: list[str | None],
+) -> None:
+    frame = encode_reply(problems)
+    if not any(problems):
+        assert frame[4:] == bytes(2 * len(problems))
+    assert decode_reply(body(frame), len(problems)) == problems
+
+
+ring_ops_st = st.lists(st.one_of(st.integers(1, 300), st.just(0)), max_size=60)
+
+
+@given(st.integers(1, 1000), ring_ops_st)
+def test_ring_regions_stay_inside_never_overlap_and_free_in_order(size: int, ops: list[int]) -> None:
+    ring = RingSpace(size)
+    live: list[tuple[int, int]] = []  # (start, end), oldest first: what the ring should hold
+    for op in ops:
+        if op == 0:  # release the oldest, if any
+            if live:
+                ring.release()
+                live.pop(0)
+            continue
+        start = ring.take(op)
+        if not live:
+            assert (start is None) == (op > size)  # an empty ring takes anything that fits
+        if start is not None:
+            assert start >= 0 and start + op <= size
+            assert all(start + op <= s or e <= start for s, e in live)
+            live.append((start, start + op))
+        assert len(ring) == len(live)
+
+
+def test_a_ring_wraps_round_when_the_end_has_no_room() -> None:
+    ring = RingSpace(100)
+    assert [ring.take(40), ring.take(40)] == [0, 40]
+    assert ring.take(30) is None  # 20 left at the end, nothing freed at the start
+    ring.release()
+    assert ring.take(30) == 0  # wraps round into the freed start
+    assert ring.take(11) is None  # 10 free between the newest (30) and the oldest (40)
+    assert ring.take(10) == 30
+    with pytest.raises(ValueError, match="positive length"):
+        ring.take(0)
+
+
+def test_serve_answers_requests_in_shared_memory_and_in_the_pipe_alike() -> None:
+    forged = Chunk(VALID[0].address, VALID[1].data)
+    shared = bytearray(64 * 1024)
+    first, second = [VALID[0], forged], [VALID[2], VALID[3]]
+    write_request(shared, 0, first)
+    write_request(shared, 30_000, second)
+    frames = [
+        encode_reference(0, request_size(first)),
+        encode_request([forged]),
+        encode_reference(30_000, request_size(second)),
+    ]
+    writer = io.BytesIO()
+    serve(io.BytesIO(b"".join(frames)), writer, memoryview(shared))
+    replies = io.BytesIO(writer.getvalue())
+    verdicts = []
+    for count in (2, 1, 2):
+        size = frame_length(replies.read(4))
+        verdicts.append([p is None for p in decode_reply(replies.read(size), count)])
+    assert verdicts == [[True, False], [False], [True, True]]
+
+
+def test_a_reference_past_the_shared_memory_or_without_it_is_refused() -> None:
+    shared = memoryview(bytearray(1000))
+    with pytest.raises(WorkerProtocolError, match="past 1000 bytes of shared memory"):
+        serve(io.BytesIO(encode_reference(900, 200)), io.BytesIO(), shared)
+    with pytest.raises(WorkerProtocolError, match="no memory is shared"):
+        serve(io.BytesIO(encode_reference(0, 10)), io.BytesIO())
