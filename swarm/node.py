@@ -160,6 +160,7 @@ class Node:
             has_chunk=self.store.has,
             upload_chunks=partial(self.upload_chunks, verified=True),
             statistics=self.statistics,
+            identity=lambda: (self.overlay, self.puller.depth, len(self.store)),
         )
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
             eth_key,

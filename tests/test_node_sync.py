@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -46,6 +47,27 @@ async def test_downstream_pulls_history_then_live(tmp_path: Path) -> None:
                 if b_status["cursor"]:
                     assert b_status["synced"] == [[1, b_status["cursor"]]], b_status
             assert len(b.store) == 350
+            nursery.cancel_scope.cancel()
+
+
+async def test_health_and_addresses_report_what_sync_reports(tmp_path: Path) -> None:
+    """``/health`` and ``/addresses`` read the overlay, depth and chunk count without a statistics
+    snapshot: they must agree with ``/sync``'s, which takes one."""
+    chunks = random_chunks(120, seed=3)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a"))
+            for chunk in chunks:
+                a.intake.store(chunk)
+            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
+            await wait_for(lambda: holds_all(b, chunks) and fully_synced(b))
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{b.api_port}", timeout=30) as client:
+                synced = (await client.get("/sync")).json()
+                health = (await client.get("/health")).json()
+                addresses = (await client.get("/addresses")).json()
+            assert synced["chunks"] == 120
+            assert health["swarmpy"]["overlay"] == addresses["overlay"] == synced["overlay"] == b.overlay.hex()
+            assert addresses["swarmpy"] == {"depth": synced["depth"], "chunks": 120}
             nursery.cancel_scope.cancel()
 
 
