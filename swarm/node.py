@@ -309,8 +309,8 @@ class Node:
                         await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
                 self._build_features()
                 await nursery.start(self.spaces.run)  # spaces: follows through live
-                if self.network.credentials is not None:  # not at the first inbound connection
-                    self.network.credentials.prepare()
+                # The TLS certificate (about 30 ms of CPU) is made at the first inbound connection:
+                # a node that only dials (as a new node syncing from its --peer) never needs it.
                 if config.api_port is not None:
                     from swarm.api.app import serve_api
 

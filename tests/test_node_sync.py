@@ -169,3 +169,22 @@ async def test_a_node_that_stops_says_goodbye_to_its_peers(tmp_path: Path) -> No
             assert (gone.by, gone.code, gone.reason) == ("remote", "SHUTDOWN", "node shutting down")
             assert a.store.closed
             nursery.cancel_scope.cancel()
+
+
+async def test_a_node_that_only_dials_makes_no_tls_certificate(tmp_path: Path) -> None:
+    """The certificate (about 30 ms of CPU) is made at the first inbound connection: B dials A
+    and syncs without one; A, dialled, has made its own."""
+    chunks = random_chunks(20, seed=4)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a", channel="tls"))
+            for chunk in chunks:
+                a.intake.store(chunk)
+            b = await start_node(
+                nursery, node_config(tmp_path / "b", channel="tls", peers=[("127.0.0.1", a.p2p_port)])
+            )
+            await wait_for(lambda: holds_all(b, chunks))
+            assert a.network.credentials is not None and b.network.credentials is not None
+            assert "_made" in vars(a.network.credentials)
+            assert "_made" not in vars(b.network.credentials)
+            nursery.cancel_scope.cancel()
