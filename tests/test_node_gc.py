@@ -18,7 +18,8 @@ from swarm.testing import wait_for
 
 
 def node_args(data_dir: Path) -> Any:
-    return build_parser("node").parse_args(["node", "--data-dir", str(data_dir), "--port", "0", "--api-port", "0"])
+    argv = ["node", "--data-dir", str(data_dir), "--port", "0", "--api-port", "0"]
+    return build_parser("node").parse_args(argv)
 
 
 def test_the_collector_is_off_while_a_node_starts_and_on_again_when_the_start_fails(

@@ -66,7 +66,8 @@ async def test_health_and_addresses_report_what_sync_reports(tmp_path: Path) -> 
                 health = (await client.get("/health")).json()
                 addresses = (await client.get("/addresses")).json()
             assert synced["chunks"] == 120
-            assert health["swarmpy"]["overlay"] == addresses["overlay"] == synced["overlay"] == b.overlay.hex()
+            overlay = b.overlay.hex()
+            assert health["swarmpy"]["overlay"] == addresses["overlay"] == synced["overlay"] == overlay
             assert addresses["swarmpy"] == {"depth": synced["depth"], "chunks": 120}
             nursery.cancel_scope.cancel()
 

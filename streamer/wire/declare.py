@@ -93,7 +93,7 @@ def _declare(cls: type[T], fieldwise: bool) -> type[T]:
     # every process at start-up) are made here: __init__ in one compile, with the checks inline
     # (what __post_init__ did), and equality, hashing and repr from the field names alone.
     declared = dataclass(frozen=True, slots=True, init=False, repr=False, eq=False)(cls)
-    names = tuple(f.name for f in fields(declared))
+    names = tuple(f.name for f in fields(declared))  # type: ignore[arg-type]
     setattr(declared, "__init__", _init(declared, kinds, vars(cls).get("_check")))  # noqa: B010
     values = _values(names)
     setattr(declared, "__eq__", _eq(values))  # noqa: B010
@@ -122,7 +122,7 @@ def _kinds(cls: type) -> dict[str, Field | None]:
     local = dict(vars(cls))
     kinds: dict[str, Field | None] = {}
     for name, annotation in vars(cls).get("__annotations__", {}).items():
-        hint = eval(annotation, namespace, local) if isinstance(annotation, str) else annotation  # noqa: S307
+        hint = eval(annotation, namespace, local) if isinstance(annotation, str) else annotation
         found = (
             [m for m in get_args(hint)[1:] if isinstance(m, Field)] if get_origin(hint) is Annotated else []
         )
