@@ -7,7 +7,8 @@ reached: ``MARK <seconds since spawn> <CPU seconds of this process> <milestone>`
 is the parent's ``time.time()`` just before it started this process, in ``$STARTUP_T0``; the
 chunk count that ends the run ("all stored") is ``$STARTUP_CHUNKS``.
 
-Milestones: ``imported`` (the command line and `swarm.node` imported), ``dial`` (the first dial
+Milestones: ``imported`` (the command line and `swarm.node` imported, where `swarm node`
+imports it: in `swarm.cli.node._run_node`), ``dial`` (the first dial
 begins), ``connected`` (its handshake is done), ``first chunks`` (the first batch of synced chunks
 entered the store), ``api`` (node.json written: the API answers), ``all stored``.
 """
@@ -39,6 +40,21 @@ def mark(milestone: str) -> None:
 
 def main() -> int:
     import swarm.cli.main as cli
+    import swarm.cli.node as cli_node
+
+    run_node = cli_node._run_node
+
+    async def instrumented(config: Any) -> None:
+        # `swarm node` imports the node's modules here, in `_run_node` (after the command line set
+        # the process up for it, e.g. the garbage collector off): so does the probe, then wraps them
+        wrap()
+        await run_node(config)
+
+    cli_node._run_node = instrumented
+    return cli.main(sys.argv[1:])
+
+
+def wrap() -> None:
     import swarm.net.sessions as sessions
     import swarm.node as node
     import syncer.intake as intake
@@ -74,7 +90,6 @@ def main() -> int:
     intake.ChunkIntake.store_many = counted  # type: ignore[method-assign]
     sessions.Sessions.connect = connecting  # type: ignore[method-assign]
     node.write_node_info = written
-    return cli.main(sys.argv[1:])
 
 
 if __name__ == "__main__":

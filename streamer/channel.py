@@ -44,8 +44,8 @@ class TlsCredentials:
 
     The certificate is made when first needed (`prepare`, the first inbound connection, or a look
     at ``certificate``/``binding``/``server``): making it costs `cryptography.x509`'s import and a
-    key, about 30 ms, which a node spends once its first dials are under way, not before them
-    (only the client context is needed to dial; docs/performance.md, "Start-up")."""
+    key, about 30 ms, which a node spends at its first inbound connection, not at start-up (only
+    the client context is needed to dial; docs/performance.md, "Start-up")."""
 
     def __init__(self) -> None:
         self.client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -55,7 +55,7 @@ class TlsCredentials:
 
     def prepare(self) -> None:
         """Make the certificate now (once), not at the first inbound connection, which would wait
-        for it (a node does this once its first dials are under way)."""
+        for it."""
         self._made  # noqa: B018 - the cached property is made by the look
 
     @cached_property

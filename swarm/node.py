@@ -164,6 +164,7 @@ class Node:
             has_chunk=self.store.has,
             upload_chunks=partial(self.upload_chunks, verified=True),
             statistics=self.statistics,
+            identity=lambda: (self.overlay, self.puller.depth, len(self.store)),
         )
         self.live = build_live_service(  # live propagation (docs/live.md); topic messages signed with eth.key
             eth_key,
@@ -314,8 +315,8 @@ class Node:
                         await trio.to_thread.run_sync(importlib.import_module, "swarm.api.app")
                 self._build_features()
                 await nursery.start(self.spaces.run)  # spaces: follows through live
-                if self.network.credentials is not None:  # not at the first inbound connection
-                    self.network.credentials.prepare()
+                # The TLS certificate (about 30 ms of CPU) is made at the first inbound connection:
+                # a node that only dials (as a new node syncing from its --peer) never needs it.
                 if config.api_port is not None:
                     from swarm.api.app import serve_api
 

@@ -251,6 +251,19 @@ def test_messages_are_frozen_and_hashable(msg: object) -> None:
             setattr(msg, fields[0].name, getattr(msg, fields[0].name))
 
 
+@given(messages)
+def test_messages_compare_hash_and_show_as_dataclasses_do(msg: object) -> None:
+    """streamer/wire/declare.py writes these methods itself (fewer compiles at start-up): they
+    must behave as those `dataclasses` would write for a frozen class."""
+    values = tuple(getattr(msg, f.name) for f in dataclasses.fields(msg))  # type: ignore[arg-type]
+    assert msg == dataclasses.replace(msg)  # type: ignore[type-var]
+    assert hash(msg) == hash(values)
+    assert msg != values and msg != object()
+    if "__repr__" not in vars(type(msg)):
+        shown = ", ".join(f"{f.name}={getattr(msg, f.name)!r}" for f in dataclasses.fields(msg))  # type: ignore[arg-type]
+        assert repr(msg) == f"{type(msg).__qualname__}({shown})"
+
+
 def test_byte_like_fields_are_stored_as_bytes_and_sequences_as_tuples() -> None:
     loose: Any = [bytearray(32), memoryview(bytes(range(32)))]
     offer = OfferedHashes(0, False, 1, 2, loose)

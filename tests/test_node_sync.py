@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -46,6 +47,28 @@ async def test_downstream_pulls_history_then_live(tmp_path: Path) -> None:
                 if b_status["cursor"]:
                     assert b_status["synced"] == [[1, b_status["cursor"]]], b_status
             assert len(b.store) == 350
+            nursery.cancel_scope.cancel()
+
+
+async def test_health_and_addresses_report_what_sync_reports(tmp_path: Path) -> None:
+    """``/health`` and ``/addresses`` read the overlay, depth and chunk count without a statistics
+    snapshot: they must agree with ``/sync``'s, which takes one."""
+    chunks = random_chunks(120, seed=3)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a"))
+            for chunk in chunks:
+                a.intake.store(chunk)
+            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
+            await wait_for(lambda: holds_all(b, chunks) and fully_synced(b))
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{b.api_port}", timeout=30) as client:
+                synced = (await client.get("/sync")).json()
+                health = (await client.get("/health")).json()
+                addresses = (await client.get("/addresses")).json()
+            assert synced["chunks"] == 120
+            overlay = b.overlay.hex()
+            assert health["swarmpy"]["overlay"] == addresses["overlay"] == synced["overlay"] == overlay
+            assert addresses["swarmpy"] == {"depth": synced["depth"], "chunks": 120}
             nursery.cancel_scope.cancel()
 
 
@@ -146,4 +169,23 @@ async def test_a_node_that_stops_says_goodbye_to_its_peers(tmp_path: Path) -> No
             (gone,) = b.sessions.disconnections
             assert (gone.by, gone.code, gone.reason) == ("remote", "SHUTDOWN", "node shutting down")
             assert a.store.closed
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_node_that_only_dials_makes_no_tls_certificate(tmp_path: Path) -> None:
+    """The certificate (about 30 ms of CPU) is made at the first inbound connection: B dials A
+    and syncs without one; A, dialled, has made its own."""
+    chunks = random_chunks(20, seed=4)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a", channel="tls"))
+            for chunk in chunks:
+                a.intake.store(chunk)
+            b = await start_node(
+                nursery, node_config(tmp_path / "b", channel="tls", peers=[("127.0.0.1", a.p2p_port)])
+            )
+            await wait_for(lambda: holds_all(b, chunks))
+            assert a.network.credentials is not None and b.network.credentials is not None
+            assert "_made" in vars(a.network.credentials)
+            assert "_made" not in vars(b.network.credentials)
             nursery.cancel_scope.cancel()

@@ -108,9 +108,13 @@ class Goodbye(Message):
 
 @message(0x03)
 class Ping(Message):
+    """A keep-alive or a timed round trip: the receiver answers at once with a `Pong` of the same nonce."""
+
     nonce: U64
 
 
 @message(0x04)
 class Pong(Message):
+    """The answer to a `Ping`, echoing its nonce."""
+
     nonce: U64

@@ -30,4 +30,6 @@ class PeerRecord:
 
 @message(0x30)
 class Peers(Message):
+    """Signed peer records a node gossips to its peers (section 5.10)."""
+
     records: Annotated[tuple[PeerRecord, ...], Records(PeerRecord, MAX_PEER_RECORDS)]

@@ -68,6 +68,8 @@ class Subscribe(Message):
 
 @message(0x13, fieldwise=True)
 class Unsubscribe(Message):
+    """Downstream closes the stream (bin, live); the upstream answers `Unsubscribed`."""
+
     bin: Bin
     live: Bool
 

@@ -49,6 +49,8 @@ class PushReceipt(Message):
 
 @message(0x25)
 class PushFailure(Message):
+    """The receiver of a pushed chunk did not store it, and says why."""
+
     request_id: U64
     reason: Reason = ""
 

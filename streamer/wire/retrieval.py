@@ -17,6 +17,8 @@ class RetrieveRequest(Message):
 
 @message(0x21)
 class RetrieveDelivery(Message):
+    """The chunk data a retrieve request asked for."""
+
     request_id: U64
     data: ChunkData
 
@@ -26,5 +28,7 @@ class RetrieveDelivery(Message):
 
 @message(0x22)
 class RetrieveFailure(Message):
+    """The responder could not get the chunk a retrieve request asked for, and says why."""
+
     request_id: U64
     reason: Reason = ""

@@ -44,14 +44,18 @@ class NodeBeeBackend:
         has_chunk: Callable[[bytes], bool],
         upload_chunks: Callable[..., Awaitable[object]],
         statistics: Callable[[], NodeStatistics],
+        identity: Callable[[], tuple[bytes, int, int]],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``identity``: the node's overlay, depth and chunk count, read without a statistics
+        snapshot (``/health``, ``/node`` and ``/addresses`` need no more; probes poll ``/health``)."""
         self._eth_key = eth_key
         self._underlays = underlays
         self._get_chunk = get_chunk
         self._has_chunk = has_chunk
         self._upload_chunks = upload_chunks
         self._statistics = statistics
+        self._identity = identity
         self._clock = clock
         self._rate_sample: tuple[float, int] | None = None  # (when, chunks delivered by sync)
 
@@ -65,13 +69,13 @@ class NodeBeeBackend:
         await self._upload_chunks(chunks, wait=not deferred, receipts=receipts)
 
     def node_info(self) -> BeeNodeInfo:
-        stats = self._statistics()
+        overlay, depth, chunks = self._identity()
         return BeeNodeInfo(
-            overlay=stats.overlay,
+            overlay=overlay,
             underlays=self._underlays(),
             ethereum=self._eth_key.owner,
             public_key=self._eth_key.public_key_compressed,
-            extras={"depth": stats.depth, "chunks": stats.chunks},
+            extras={"depth": depth, "chunks": chunks},
         )
 
     def status(self) -> BeeStatus:
