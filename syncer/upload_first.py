@@ -4,11 +4,12 @@ Pull syncing copies every new chunk on to the node's neighbours: a live offer, t
 neighbour's BMT check and store. While a node stores an upload (its own user's, or the pushes of
 someone else's) those copies compete for the machine with the upload itself, whose answer a user
 is waiting for; with six nodes on two cores the copies were two fifths of the nodes' CPU during an
-upload, and held back they still end about when they did (docs/performance.md, "Uploads first"). Bee keeps pull syncing in the background by rate: its
-pullsync serves a peer at most 250 chunks a second. Here a live offer that is ready waits instead
-until the node has done no upload work for ``quiet`` seconds, and never longer than ``max_wait``
-after it was ready: replication comes late, never not at all. Under a steady stream of uploads each
-live stream still offers a batch at least every ``max_wait``; once the uploads pause, at once.
+upload, and held back they still end about when they did (docs/performance.md, "Uploads
+first"). Bee keeps pull syncing in the background by rate: its pullsync serves a peer at most
+250 chunks a second. Here a live offer that is ready waits instead until the node has done no
+upload work for ``quiet`` seconds, and never longer than ``max_wait`` after it was ready:
+replication comes late, never not at all. Under a steady stream of uploads each live stream
+still offers a batch at least every ``max_wait``; once the uploads pause, at once.
 
 Only live offers wait: a historical stream serves what a peer lacks from before, and a node with
 no upload work (``touch`` never called) offers exactly as without this. The durability of an upload
