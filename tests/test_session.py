@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pot import MAX_PO, proximity
 from streamer.errors import LocalProtocolError, RemoteProtocolError
 from streamer.messages import (
     ChunkDelivery,
@@ -20,7 +21,6 @@ from streamer.messages import (
     Unsubscribed,
     WantedHashes,
 )
-from pot import MAX_PO, proximity
 from syncer.intervals import MAX_ID
 from syncer.session import DownstreamSession
 from syncer.session_events import ChunkArrived, CursorsReceived, OfferCrossed, OfferReceived, UnsubscribeAcked
@@ -234,8 +234,9 @@ def test_an_offered_hash_is_accepted_exactly_in_its_bin(bin: int, prefix_bits: i
     # an address sharing exactly `prefix_bits` leading bits with the upstream (all 256: itself)
     mask = (1 << 256) - 1 >> prefix_bits
     value = int.from_bytes(UPSTREAM) & ~mask | int.from_bytes(rest) & mask
-    if prefix_bits < 256:
-        value = (value & ~(1 << (255 - prefix_bits))) | (~int.from_bytes(UPSTREAM) & (1 << (255 - prefix_bits)))
+    if prefix_bits < 256:  # the first bit that differs
+        bit = 1 << (255 - prefix_bits)
+        value = value & ~bit | ~int.from_bytes(UPSTREAM) & bit
     address = value.to_bytes(32, "big")
     assert proximity(address, UPSTREAM) == prefix_bits
     s = session_with_cursors(tuple([5] * 32))
