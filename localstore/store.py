@@ -37,6 +37,7 @@ from localstore.chunkwrites import ChunkWrites
 from localstore.directory import FORMAT_VERSION
 from localstore.errors import ChunkDamaged, ChunkNotFound, StoreClosed
 from localstore.lost import LostChunk, clear_lost, read_lost
+from localstore.pullindex import HOLE_SLOT
 from localstore.statenamespace import StateNamespace
 from localstore.storefiles import MAX_BIN, META_VERSION, StoreFiles, write_new_epoch
 from localstore.storestats import StoreStatistics
@@ -173,6 +174,36 @@ class LocalStore(StateNamespace, ChunkWrites):
         except ChunkDamaged:
             self._forget(address, entry.bin_id)
             raise
+
+    def offerable(
+        self, bin: int, start: int, end: int
+    ) -> tuple[list[tuple[bytes, bool]], list[ChunkDamaged]]:
+        """What an upstream can offer of bin IDs ``start..end`` (``end`` at most the cursor):
+        ``(address, hole)`` of each, as the bin's pull index (and log) has it, ``hole`` also set
+        for a chunk whose slot fails the checks of `check_slot`, which is dropped as it drops it
+        (the errors are returned, to be logged). Each slot is the one the pull-index entry names,
+        which is the address index's (an entry leaves both at once): one read of the range and
+        one slot read per chunk, no address-index lookup (`check_slot` looks each address up)."""
+        _check_bin(bin)
+        self._live()
+        if end > self._cursors[bin]:
+            raise ValueError(f"bin {bin} has {self._cursors[bin]} bin IDs, not {end}")
+        entries: list[tuple[bytes, bool]] = []
+        damaged: list[ChunkDamaged] = []
+        read = self._chunk_file.read
+        for bin_id, (address, slot, length) in enumerate(self._pull_index.located(bin, start, end), start):
+            if slot == HOLE_SLOT:
+                entries.append((address, True))
+                continue
+            try:
+                read(slot, length, address)
+            except ChunkDamaged as exc:
+                self._forget(address, bin_id)
+                damaged.append(exc)
+                entries.append((address, True))
+                continue
+            entries.append((address, False))
+        return entries, damaged
 
     def _entry_of(self, address: bytes) -> IndexEntry:
         """Where a stored chunk is; raises ChunkNotFound."""

@@ -69,12 +69,13 @@ class ProvenServing:
         provable: Provable,
         conn: PeerConnection,
         epoch: int,
-        readable: Callable[[bytes], bool],
+        offerable: Callable[[int, int, int], list[tuple[bytes, bool]]],
     ) -> None:
         self.provable = provable
         self.conn = conn
         self.epoch = epoch  # our store's, which receipts must name
-        self._readable = readable  # whether a chunk can be served (a damaged one is a hole)
+        # (bin, start, end) -> (address, hole) of each entry, a damaged chunk a hole too
+        self._offerable = offerable
         self._stating: set[int] = set()  # bins whose state reply is not queued yet
         self.receipts = 0
         self.proof_bytes = dict.fromkeys(PROOF_BYTE_KINDS, 0)
@@ -149,9 +150,9 @@ class ProvenServing:
             durable = min(await signing.durable(bin, end), signing.logs.size(bin))
             end = max(end, min(durable, start + MAX_BATCH_SIZE - 1))
             state = await signing.state(bin, end)  # durable: signed at once
-        entries = signing.logs.entries(bin, start, end)
+        entries = self._offerable(bin, start, end)
         addresses: Sequence[bytes] = [address for address, _ in entries]
-        holes = [i for i, (address, hole) in enumerate(entries) if hole or not self._readable(address)]
+        holes = [i for i, (_, hole) in enumerate(entries) if hole]
         msg = proven_offer(
             signing.logs,
             bin,

@@ -85,7 +85,9 @@ class Upstream:
         self._unwanted = unwanted  # told the chunks a want passed over (swarm/reserve/offer_leases.py)
         self.window = window
         self.live_idle = live_idle
-        self.proven = None if provable is None else ProvenServing(provable, conn, store.epoch, self._readable)
+        self.proven = (
+            None if provable is None else ProvenServing(provable, conn, store.epoch, self._offerable)
+        )
         self._streams: dict[tuple[int, bool], _Stream] = {}
         self._acking: set[tuple[int, bool]] = set()  # streams whose Unsubscribed is not queued yet
         self.offered = 0
@@ -222,23 +224,19 @@ class Upstream:
             if self.proven is not None:
                 msg: OfferedHashes | ProvenOffer = await self.proven.offer(offers, *rng)
             else:
-                entries = self.store.iter_bin(bin, rng[0], rng[1])
-                hashes = [address for _, address in entries if self._readable(address)]
+                hashes = [address for address, hole in self._offerable(bin, *rng) if not hole]
                 offers.offered(rng[0], rng[1], hashes)
                 msg = OfferedHashes(bin, live, rng[0], rng[1], tuple(hashes))
             self.offered += len(msg.hashes)
             await self.conn.send(msg, priority)
 
-    def _readable(self, address: bytes) -> bool:
-        """Whether a chunk can be offered: a damaged one is dropped by the store and left out."""
-        try:
-            self.store.check_slot(address)
-        except ChunkDamaged as exc:
+    def _offerable(self, bin: int, start: int, end: int) -> list[tuple[bytes, bool]]:
+        """``(address, hole)`` of every bin ID ``start..end``: a hole is a chunk that cannot be
+        offered (evicted, or damaged: the store drops it, and its slot is read for that)."""
+        entries, damaged = self.store.offerable(bin, start, end)
+        for exc in damaged:
             log.error("not offering a damaged chunk (dropped, to be synced again): %s", exc)
-            return False
-        except ChunkNotFound:
-            return False
-        return True
+        return entries
 
     async def _wait_for_chunks(self, offers: StreamOffers) -> int:
         """Wait for at least one new chunk, then up to `live_idle` for a full batch."""

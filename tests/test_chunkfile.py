@@ -310,3 +310,29 @@ def test_property_get_never_returns_other_bytes_than_were_put(
             else:
                 assert store.get(chunk.address) == chunk
         assert len(store) == len(chunks) - 1
+
+
+def test_offerable_marks_holes_and_drops_damaged_chunks_as_check_slot_does(tmp_path: Path) -> None:
+    """What an upstream may offer of a range: every entry of the bin's log, a hole for an evicted
+    chunk and for one whose slot is damaged (lost or rotted), which is dropped on the way."""
+    path = tmp_path / "s"
+    overlay = bytes(32)
+    chunks = [c for c in full_chunks(40, seed=13) if c.address[0] >= 0x80][:6]  # bin 0 of the overlay
+    with LocalStore(path, overlay) as store:
+        store.put_many(chunks)
+        assert store.cursor(0) == 6
+        entries, damaged = store.offerable(0, 1, 6)
+        assert entries == [(c.address, False) for c in chunks] and damaged == []
+        assert store.evict([chunks[0].address]) == 1
+        damage(path, 2)  # a lost write: the slot holds no address
+        flip(path, 4, SLOT_HEADER_SIZE + 100)  # bit rot in the payload
+        entries, damaged = store.offerable(0, 1, 6)
+        assert [hole for _, hole in entries] == [True, False, True, False, True, False]
+        assert [address for address, _ in entries] == [c.address for c in chunks], "holes keep their address"
+        assert [exc.address for exc in damaged] == [chunks[2].address, chunks[4].address]
+        assert store.statistics().dropped == 2 and not store.has(chunks[2].address)
+        assert store.logs is not None and store.logs.entries(0, 1, 6) == entries, "the log's holes, now"
+        assert store.offerable(0, 1, 6) == (entries, []), "dropped once: a hole from then on"
+        assert store.offerable(0, 3, 4) == (entries[2:4], [])
+        with pytest.raises(ValueError, match="not 7"):
+            store.offerable(0, 1, 7)

@@ -3,7 +3,7 @@
 An upstream offers a batch of hashes, the downstream answers which it wants, and the upstream
 delivers those. If the reserve evicted a chunk in between, the delivery could not be made and the
 downstream's batch would wait for it until its timeout dropped the connection. So each chunk
-the upstream checks before offering it (``check_slot``) is *leased* until it is delivered
+the upstream checks before offering it (``offerable``, or ``check_slot``) is *leased* until it is delivered
 (``get``), the downstream's answer passes it over (`release_all`, the upstream's ``unwanted``),
 or `ttl` seconds pass (the downstream went away), and eviction passes over leased chunks
 (``Reserve.add_guard``). A reserve over capacity waits for leased chunks, so the leases bound
@@ -90,6 +90,14 @@ class LeasedStore:
     def check_slot(self, address: bytes) -> None:
         self._store.check_slot(address)
         self._leases.lease(address)
+
+    def offerable(self, bin: int, start: int, end: int) -> tuple[list[tuple[bytes, bool]], list[Any]]:
+        """`LocalStore.offerable`, each chunk it finds offerable leased."""
+        entries, damaged = self._store.offerable(bin, start, end)
+        for address, hole in entries:
+            if not hole:
+                self._leases.lease(address)
+        return entries, damaged
 
     def get(self, address: bytes) -> Chunk:
         try:
