@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 import plyvel
 
@@ -44,6 +45,14 @@ from localstore.storestats import StoreStatistics
 from pot import proximity
 
 __all__ = ["LocalStore"]
+
+
+class Offerable(NamedTuple):
+    """What `LocalStore.offerable` found of a range of a bin."""
+
+    entries: list[tuple[bytes, bool]]  # (address, hole) of each bin ID
+    damaged: list[ChunkDamaged]  # the chunks found damaged (and dropped): holes now
+    slots: dict[bytes, tuple[int, int]]  # address -> (slot, length) of each chunk not a hole
 
 
 def _check_bin(bin: int) -> None:
@@ -175,21 +184,21 @@ class LocalStore(StateNamespace, ChunkWrites):
             self._forget(address, entry.bin_id)
             raise
 
-    def offerable(
-        self, bin: int, start: int, end: int
-    ) -> tuple[list[tuple[bytes, bool]], list[ChunkDamaged]]:
+    def offerable(self, bin: int, start: int, end: int) -> Offerable:
         """What an upstream can offer of bin IDs ``start..end`` (``end`` at most the cursor):
         ``(address, hole)`` of each, as the bin's pull index (and log) has it, ``hole`` also set
         for a chunk whose slot fails the checks of `check_slot`, which is dropped as it drops it
-        (the errors are returned, to be logged). Each slot is the one the pull-index entry names,
-        which is the address index's (an entry leaves both at once): one read of the range and
-        one slot read per chunk, no address-index lookup (`check_slot` looks each address up)."""
+        (the errors are returned, to be logged), and where each offerable chunk is, for
+        `get_at`. Each slot is the one the pull-index entry names, which is the address index's
+        (an entry leaves both at once): one read of the range and one slot read per chunk, no
+        address-index lookup (`check_slot` looks each address up)."""
         _check_bin(bin)
         self._live()
         if end > self._cursors[bin]:
             raise ValueError(f"bin {bin} has {self._cursors[bin]} bin IDs, not {end}")
         entries: list[tuple[bytes, bool]] = []
         damaged: list[ChunkDamaged] = []
+        slots: dict[bytes, tuple[int, int]] = {}
         read = self._chunk_file.read
         for bin_id, (address, slot, length) in enumerate(self._pull_index.located(bin, start, end), start):
             if slot == HOLE_SLOT:
@@ -203,7 +212,19 @@ class LocalStore(StateNamespace, ChunkWrites):
                 entries.append((address, True))
                 continue
             entries.append((address, False))
-        return entries, damaged
+            slots[address] = (slot, length)
+        return Offerable(entries, damaged, slots)
+
+    def get_at(self, address: bytes, slot: int, length: int) -> Chunk:
+        """`get`, for a chunk `offerable` found at ``slot``: read from there, with no address-index
+        lookup, while the slot holds it intact (its address, and its checksum over the data: the
+        data is the chunk's, even if it was removed since and the slot not written again);
+        otherwise `get` decides (the slot was reused, or the chunk is damaged: then dropped)."""
+        self._live()
+        try:
+            return Chunk(address, self._chunk_file.read(slot, length, address))
+        except ChunkDamaged:
+            return self.get(address)
 
     def _entry_of(self, address: bytes) -> IndexEntry:
         """Where a stored chunk is; raises ChunkNotFound."""

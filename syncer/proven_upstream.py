@@ -69,13 +69,10 @@ class ProvenServing:
         provable: Provable,
         conn: PeerConnection,
         epoch: int,
-        offerable: Callable[[int, int, int], list[tuple[bytes, bool]]],
     ) -> None:
         self.provable = provable
         self.conn = conn
         self.epoch = epoch  # our store's, which receipts must name
-        # (bin, start, end) -> (address, hole) of each entry, a damaged chunk a hole too
-        self._offerable = offerable
         self._stating: set[int] = set()  # bins whose state reply is not queued yet
         self.receipts = 0
         self.proof_bytes = dict.fromkeys(PROOF_BYTE_KINDS, 0)
@@ -133,8 +130,16 @@ class ProvenServing:
             )
         self.provable.rolled_back(state, cursor)
 
-    async def offer(self, offers: StreamOffers, start: int, end: int) -> ProvenOffer:
-        """Every entry of ``[start, end]``, its holes (and damaged chunks) marked, with its proof.
+    async def offer(
+        self,
+        offers: StreamOffers,
+        start: int,
+        end: int,
+        offerable: Callable[[int, int, int], list[tuple[bytes, bool]]],
+    ) -> ProvenOffer:
+        """Every entry of ``[start, end]``, its holes (and damaged chunks) marked, with its proof;
+        ``offerable(bin, start, end)`` gives ``(address, hole)`` of each entry, a chunk that
+        cannot be served (evicted, damaged) a hole.
 
         A live offer is signed only once the disk holds its entries for sure (syncer/signing.py),
         which may take a flush up to 0.25 s away. The chunks that flush made durable too (stored
@@ -150,7 +155,7 @@ class ProvenServing:
             durable = min(await signing.durable(bin, end), signing.logs.size(bin))
             end = max(end, min(durable, start + MAX_BATCH_SIZE - 1))
             state = await signing.state(bin, end)  # durable: signed at once
-        entries = self._offerable(bin, start, end)
+        entries = offerable(bin, start, end)
         addresses: Sequence[bytes] = [address for address, _ in entries]
         holes = [i for i, (_, hole) in enumerate(entries) if hole]
         msg = proven_offer(

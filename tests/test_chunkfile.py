@@ -321,18 +321,44 @@ def test_offerable_marks_holes_and_drops_damaged_chunks_as_check_slot_does(tmp_p
     with LocalStore(path, overlay) as store:
         store.put_many(chunks)
         assert store.cursor(0) == 6
-        entries, damaged = store.offerable(0, 1, 6)
+        entries, damaged, slots = store.offerable(0, 1, 6)
         assert entries == [(c.address, False) for c in chunks] and damaged == []
+        assert slots == {c.address: (i, len(c.data)) for i, c in enumerate(chunks)}
         assert store.evict([chunks[0].address]) == 1
         damage(path, 2)  # a lost write: the slot holds no address
         flip(path, 4, SLOT_HEADER_SIZE + 100)  # bit rot in the payload
-        entries, damaged = store.offerable(0, 1, 6)
+        entries, damaged, slots = store.offerable(0, 1, 6)
         assert [hole for _, hole in entries] == [True, False, True, False, True, False]
         assert [address for address, _ in entries] == [c.address for c in chunks], "holes keep their address"
         assert [exc.address for exc in damaged] == [chunks[2].address, chunks[4].address]
+        assert sorted(slots.values()) == [(1, 4104), (3, 4104), (5, 4104)]
         assert store.statistics().dropped == 2 and not store.has(chunks[2].address)
         assert store.logs is not None and store.logs.entries(0, 1, 6) == entries, "the log's holes, now"
-        assert store.offerable(0, 1, 6) == (entries, []), "dropped once: a hole from then on"
-        assert store.offerable(0, 3, 4) == (entries[2:4], [])
+        assert store.offerable(0, 1, 6) == (entries, [], slots), "dropped once: a hole from then on"
+        assert store.offerable(0, 3, 4).entries == entries[2:4]
         with pytest.raises(ValueError, match="not 7"):
             store.offerable(0, 1, 7)
+
+
+def test_get_at_reads_the_slot_an_offer_found_and_else_asks_the_index(tmp_path: Path) -> None:
+    """A chunk is delivered from the slot its offer found it in while the slot holds it intact
+    (its address, and data matching its checksum); otherwise (the slot reused, the chunk stored
+    again elsewhere, or damaged) `get` decides."""
+    path = tmp_path / "s"
+    chunks = full_chunks(6, seed=14)
+    with LocalStore(path, OVERLAY) as store:
+        store.put_many(chunks[:4])
+        size = len(chunks[0].data)
+        assert store.get_at(chunks[1].address, 1, size) == chunks[1]
+        assert store.get_at(chunks[1].address, 2, size) == chunks[1], "a wrong slot: the index's"
+        assert store.evict([chunks[0].address]) == 1
+        # removed, its slot not written again yet: the data there is still intact, the chunk's
+        assert store.get_at(chunks[0].address, 0, size) == chunks[0]
+        store.put_many([chunks[4]])  # takes the free slot 0
+        with pytest.raises(ChunkNotFound):
+            store.get_at(chunks[0].address, 0, size)
+        assert store.get_at(chunks[4].address, 0, size) == chunks[4]
+        flip(path, 3, SLOT_HEADER_SIZE + 7)
+        with pytest.raises(ChunkDamaged, match="does not match its checksum"):
+            store.get_at(chunks[3].address, 3, size)
+        assert not store.has(chunks[3].address) and store.statistics().dropped == 1

@@ -91,13 +91,19 @@ class LeasedStore:
         self._store.check_slot(address)
         self._leases.lease(address)
 
-    def offerable(self, bin: int, start: int, end: int) -> tuple[list[tuple[bytes, bool]], list[Any]]:
+    def offerable(self, bin: int, start: int, end: int) -> Any:
         """`LocalStore.offerable`, each chunk it finds offerable leased."""
-        entries, damaged = self._store.offerable(bin, start, end)
-        for address, hole in entries:
-            if not hole:
-                self._leases.lease(address)
-        return entries, damaged
+        found = self._store.offerable(bin, start, end)
+        for address in found.slots:
+            self._leases.lease(address)
+        return found
+
+    def get_at(self, address: bytes, slot: int, length: int) -> Chunk:
+        try:
+            chunk: Chunk = self._store.get_at(address, slot, length)
+        finally:
+            self._leases.release(address)
+        return chunk
 
     def get(self, address: bytes) -> Chunk:
         try:
