@@ -191,7 +191,9 @@ class LocalStore(StateNamespace, ChunkWrites):
         (the errors are returned, to be logged), and where each offerable chunk is, for
         `get_at`. Each slot is the one the pull-index entry names, which is the address index's
         (an entry leaves both at once): one read of the range and one slot read per chunk, no
-        address-index lookup (`check_slot` looks each address up)."""
+        address-index lookup (`check_slot` looks each address up), though the index's recent
+        answers learn where each chunk is: a downstream that synced one offers it back soon,
+        and this store then looks it up (`has`)."""
         _check_bin(bin)
         self._live()
         if end > self._cursors[bin]:
@@ -199,7 +201,7 @@ class LocalStore(StateNamespace, ChunkWrites):
         entries: list[tuple[bytes, bool]] = []
         damaged: list[ChunkDamaged] = []
         slots: dict[bytes, tuple[int, int]] = {}
-        read = self._chunk_file.read
+        read, found = self._chunk_file.read, self._index.found
         for bin_id, (address, slot, length) in enumerate(self._pull_index.located(bin, start, end), start):
             if slot == HOLE_SLOT:
                 entries.append((address, True))
@@ -213,6 +215,7 @@ class LocalStore(StateNamespace, ChunkWrites):
                 continue
             entries.append((address, False))
             slots[address] = (slot, length)
+            found(address, IndexEntry(slot, length, bin_id))
         return Offerable(entries, damaged, slots)
 
     def get_at(self, address: bytes, slot: int, length: int) -> Chunk:

@@ -21,6 +21,7 @@ from localstore.addressindex import INDEX_FILE_NAME
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_DATA_SIZE, SLOT_HEADER_SIZE, SLOT_SIZE
 from localstore.directory import MARKER_NAME
 from localstore.store import LocalStore
+from tests.test_addressindex import counted_reads
 from tests.test_localstore import OVERLAY, random_chunks, snapshot
 
 
@@ -362,3 +363,25 @@ def test_get_at_reads_the_slot_an_offer_found_and_else_asks_the_index(tmp_path: 
         with pytest.raises(ChunkDamaged, match="does not match its checksum"):
             store.get_at(chunks[3].address, 3, size)
         assert not store.has(chunks[3].address) and store.statistics().dropped == 1
+
+
+def test_offerable_teaches_the_index_where_offered_chunks_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk synced out is offered back soon (two neighbours pull each other's bins): its `has`
+    then needs no page read, and the answer is the index's own."""
+    path = tmp_path / "s"
+    overlay = bytes(32)
+    chunks = [c for c in full_chunks(40, seed=15) if c.address[0] >= 0x80][:5]  # bin 0
+    with LocalStore(path, overlay) as store:
+        store.put_many(chunks)
+        assert store.evict([chunks[1].address]) == 1
+    with LocalStore(path, overlay) as store:  # reopened: nothing recent
+        index = store._index
+        expected = {c.address: index.get(c.address) for c in chunks}
+        index._recent.clear()
+        store.offerable(0, 1, 5)
+        reads = counted_reads(index, monkeypatch)
+        assert [index.get(c.address) for c in chunks] == [expected[c.address] for c in chunks]
+        assert reads == [index._page_of(chunks[1].address)], "only the hole is looked up"
+        assert [store.has(c.address) for c in chunks] == [True, False, True, True, True]
