@@ -190,32 +190,52 @@ class LocalStore(StateNamespace, ChunkWrites):
         for a chunk whose slot fails the checks of `check_slot`, which is dropped as it drops it
         (the errors are returned, to be logged), and where each offerable chunk is, for
         `get_at`. Each slot is the one the pull-index entry names, which is the address index's
-        (an entry leaves both at once): one read of the range and one slot read per chunk, no
-        address-index lookup (`check_slot` looks each address up), though the index's recent
+        (an entry leaves both at once): one read of the range and one of each run of chunks in
+        consecutive slots (`ChunkFile.check_run`), no address-index lookup (`check_slot` looks
+        each address up and reads each slot on its own), though the index's recent
         answers learn where each chunk is: a downstream that synced one offers it back soon,
         and this store then looks it up (`has`)."""
         _check_bin(bin)
         self._live()
         if end > self._cursors[bin]:
             raise ValueError(f"bin {bin} has {self._cursors[bin]} bin IDs, not {end}")
-        entries: list[tuple[bytes, bool]] = []
+        located = self._pull_index.located(bin, start, end)
+        entries: list[tuple[bytes, bool]] = [(address, slot == HOLE_SLOT) for address, slot, _ in located]
         damaged: list[ChunkDamaged] = []
         slots: dict[bytes, tuple[int, int]] = {}
-        read, found = self._chunk_file.read, self._index.found
-        for bin_id, (address, slot, length) in enumerate(self._pull_index.located(bin, start, end), start):
+        read, check_run, found = self._chunk_file.read, self._chunk_file.check_run, self._index.found
+        i, count = 0, len(located)
+        while i < count:
+            address, slot, length = located[i]
             if slot == HOLE_SLOT:
-                entries.append((address, True))
+                i += 1
                 continue
-            try:
-                read(slot, length, address)
-            except ChunkDamaged as exc:
-                self._forget(address, bin_id)
-                damaged.append(exc)
-                entries.append((address, True))
+            j = i + 1  # the run of chunks in consecutive slots from slot on is i..j-1
+            while j < count and located[j][1] == slot + j - i:
+                j += 1
+            if j == i + 1:  # alone (the common case when bins interleave in the slots)
+                try:
+                    read(slot, length, address)
+                except ChunkDamaged as exc:
+                    self._forget(address, start + i)
+                    damaged.append(exc)
+                    entries[i] = (address, True)
+                else:
+                    slots[address] = (slot, length)
+                    found(address, IndexEntry(slot, length, start + i))
+                i = j
                 continue
-            entries.append((address, False))
-            slots[address] = (slot, length)
-            found(address, IndexEntry(slot, length, bin_id))
+            problems = check_run(slot, [(a, n) for a, _, n in located[i:j]])
+            for k, problem in enumerate(problems, i):
+                address, slot, length = located[k]
+                if problem is not None:
+                    self._forget(address, start + k)
+                    damaged.append(problem)
+                    entries[k] = (address, True)
+                else:
+                    slots[address] = (slot, length)
+                    found(address, IndexEntry(slot, length, start + k))
+            i = j
         return Offerable(entries, damaged, slots)
 
     def get_at(self, address: bytes, slot: int, length: int) -> Chunk:
