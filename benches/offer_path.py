@@ -124,7 +124,12 @@ def measure(chunks: list[Chunk], repeats: int) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--chunks", type=int, default=16_384, help="chunks per store (default 16384)")
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=8_192,
+        help="chunks per store (default 8192: the index's recent answers hold them)",
+    )
     parser.add_argument("--repeats", type=int, default=5, help="timed passes, the best kept (default 5)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
