@@ -19,7 +19,6 @@ from streamer.messages import (
     FRAME_HEADER_SIZE,
     HASH_SIZE,
     HOLES_SIZE,
-    MAX_BATCH_SIZE,
     SIGNATURE_SIZE,
     GoodbyeCode,
     ProvenOffer,
@@ -140,24 +139,13 @@ class ProvenServing:
         """Every entry of ``[start, end]``, its holes (and damaged chunks) marked, with its proof;
         ``offerable(bin, start, end)`` gives ``(address, hole)`` of each entry, a chunk that
         cannot be served (evicted, damaged) a hole.
-
-        A live offer is signed only once the disk holds its entries for sure (syncer/signing.py),
-        which may take a flush up to 0.25 s away. The chunks that flush made durable too (stored
-        while the offer waited for it) join the offer, up to 128 entries: it goes out when it
-        would have gone out without them, and the next offer needs no flush of its own for them.
-        So live offers are fewer and fuller (each costs a signature, its check downstream, a want
-        and their frames), with no chunk offered later than before.
         """
         signing = self.provable.signing
         bin = offers.bin
-        state = None
-        if offers.live:
-            durable = min(await signing.durable(bin, end), signing.logs.size(bin))
-            end = max(end, min(durable, start + MAX_BATCH_SIZE - 1))
-            state = await signing.state(bin, end)  # durable: signed at once
         entries = offerable(bin, start, end)
         addresses: Sequence[bytes] = [address for address, _ in entries]
         holes = [i for i, (_, hole) in enumerate(entries) if hole]
+        state = await signing.state(bin, end) if offers.live else None
         msg = proven_offer(
             signing.logs,
             bin,

@@ -66,21 +66,14 @@ class StateSigning:
         if cached is not None:
             self._cache.move_to_end(key)
             return cached
-        await self.durable(bin, size)
+        while self._durable[bin] < size:
+            await self._flush()
         state = sign_state(self.logs, self.signer, bin, self.epoch, size)
         self.signed += 1
         self._cache[key] = state
         if len(self._cache) > CACHED_STATES:
             self._cache.popitem(last=False)
         return state
-
-    async def durable(self, bin: int, size: int) -> int:
-        """Wait until ``bin`` is durable up to at least ``size`` leaves (flushing if need be);
-        return how far it is durable now: a live offer may reach that far, and its state is then
-        signed at once (syncer/proven_upstream.py)."""
-        while self._durable[bin] < size:
-            await self._flush()
-        return self._durable[bin]
 
     async def _flush(self) -> None:
         """Make the store durable, or wait for the flush under way (then the caller checks again)."""
