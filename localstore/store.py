@@ -173,9 +173,11 @@ class LocalStore(StateNamespace, ChunkWrites):
     def check_slot(self, address: bytes) -> None:
         """Raise ChunkNotFound or ChunkDamaged (dropping the chunk) unless get would succeed.
 
-        The upstream calls it for every chunk it offers, so that a damaged chunk is not offered
-        and then found undeliverable. It reads the whole slot (a 4 KiB pread and an XXH3 hash, about
-        1 us more than the address alone: docs/performance.md) but builds no Chunk.
+        The check an upstream makes of every chunk before it offers it, so that a damaged chunk
+        is not offered and then found undeliverable, for one address (`offerable` makes it for a
+        range of a bin, from the pull index, without the address-index lookup). It reads the whole
+        slot (a 4 KiB pread and an XXH3 hash, about 1 us more than the address alone:
+        docs/performance.md) but builds no Chunk.
         """
         entry = self._entry_of(address)
         try:

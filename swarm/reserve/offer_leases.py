@@ -2,14 +2,14 @@
 
 An upstream offers a batch of hashes, the downstream answers which it wants, and the upstream
 delivers those. If the reserve evicted a chunk in between, the delivery could not be made and the
-downstream's batch would wait for it until its timeout dropped the connection. So each chunk
-the upstream checks before offering it (``offerable``, or ``check_slot``) is *leased* until it is delivered
-(``get``), the downstream's answer passes it over (`release_all`, the upstream's ``unwanted``),
-or `ttl` seconds pass (the downstream went away), and eviction passes over leased chunks
-(``Reserve.add_guard``). A reserve over capacity waits for leased chunks, so the leases bound
-how far it exceeds its capacity: the chunks of the offers in flight, not every chunk offered
-in the last `ttl` seconds. This wraps the store the node hands each
-`Upstream`; nothing in the pull-sync protocol changes.
+downstream's batch would wait for it until its timeout dropped the connection. So each chunk the
+upstream checks before offering it (``offerable``, or ``check_slot``) is *leased* until it is
+delivered (``get_at`` or ``get``), the downstream's answer passes it over (`release_all`, the
+upstream's ``unwanted``), or `ttl` seconds pass (the downstream went away), and eviction passes
+over leased chunks (``Reserve.add_guard``). A reserve over capacity waits for leased chunks, so
+the leases bound how far it exceeds its capacity: the chunks of the offers in flight, not every
+chunk offered in the last `ttl` seconds. This wraps the store the node hands each `Upstream`;
+nothing in the pull-sync protocol changes.
 """
 
 from __future__ import annotations
