@@ -243,6 +243,13 @@ class AddressIndex:
             recent.popitem(last=False)  # the oldest
         recent[address] = entry
 
+    def found(self, address: bytes, entry: IndexEntry) -> None:
+        """Take ``entry`` into the recent answers: the store read it from the pull index (a
+        live entry there and this index's agree: both change together), and the address is
+        about to be looked up (a downstream offers a chunk back to the upstream that served it)."""
+        if address not in self._recent:
+            self._remember(address, entry)
+
     def get(self, address: bytes) -> IndexEntry | None:
         recent = self._recent
         if address in recent:

@@ -165,6 +165,28 @@ class ChunkFile:
             written = os.pwrite(self._fd, buffer, offset)
             buffer, offset = buffer[written:], offset + written
 
+    def check_run(self, first_slot: int, chunks: Sequence[tuple[bytes, int]]) -> list[ChunkDamaged | None]:
+        """Check the chunks ``(address, length)`` kept in consecutive slots from ``first_slot`` on,
+        as `read` checks each (the address, the checksum), with one ``pread`` of the run: ``None``
+        for each intact one, the `ChunkDamaged` `read` would raise for a damaged one. About half
+        the cost of a read each (docs/performance.md): chunks stored by one ``put_many`` into one
+        bin are in consecutive slots, and an upstream offers them together."""
+        raw = os.pread(self._fd, len(chunks) * SLOT_SIZE, first_slot * SLOT_SIZE)
+        found: list[ChunkDamaged | None] = []
+        at = 0
+        for slot, (address, length) in enumerate(chunks, first_slot):
+            record = raw[at : at + _HEADER + length]
+            at += SLOT_SIZE
+            if record[:ADDRESS_SIZE] != address or len(record) != _HEADER + length:
+                holds = record[:ADDRESS_SIZE].hex() or "nothing"
+                found.append(ChunkDamaged(self._directory, address, slot, f"holds {holds}"))
+            elif checksum(address, record[_HEADER:]) != record[ADDRESS_SIZE:_HEADER]:
+                problem = "its data does not match its checksum (bit rot or a torn write)"
+                found.append(ChunkDamaged(self._directory, address, slot, problem))
+            else:
+                found.append(None)
+        return found
+
     def read(self, slot: int, length: int, address: bytes) -> bytes:
         """The data (``length`` bytes) of the chunk ``address`` kept at ``slot``.
 

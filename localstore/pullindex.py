@@ -25,6 +25,7 @@ all of them through mmapped pages that count in the node's memory (docs/performa
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,8 @@ HOLE_SLOT = 2 ** (8 * SLOT_BYTES) - 1
 _HOLE_FIELDS = HOLE_SLOT.to_bytes(SLOT_BYTES, "big") + bytes(LENGTH_BYTES)
 _HOLE = bytes(ADDRESS_SIZE) + _HOLE_FIELDS
 """A lost entry (its address unknown): what ``repair_lost`` writes."""
+_LOCATED = struct.Struct(">32sHIH")
+"""An entry: the address, the slot's high 2 and low 4 bytes, the length."""
 READ_BLOCK = 512
 """Entries read per pread when iterating a range (20 KiB)."""
 
@@ -154,19 +157,34 @@ class PullIndex:
         """Turn the entry of ``bin_id`` into a hole, keeping its address."""
         os.pwrite(self._fd(bin), _HOLE_FIELDS, (bin_id - 1) * ENTRY_SIZE + ADDRESS_SIZE)
 
+    def _range(self, bin: int, start: int, end: int) -> bytes:
+        """The raw entries of bin IDs ``start..end`` (``end`` at most the cursor), in one read."""
+        count = end + 1 - start
+        raw = os.pread(self._fd(bin), count * ENTRY_SIZE, (start - 1) * ENTRY_SIZE)
+        if len(raw) != count * ENTRY_SIZE:
+            raise StoreCorrupt(self._directory, f"{pull_file_name(bin)} ends before bin ID {end}")
+        return raw
+
     def addresses(self, bin: int, start: int, end: int) -> list[tuple[bytes, bool]]:
         """``(address, hole)`` of every bin ID ``start..end`` (``end`` at most the cursor), holes
         included: what the bin's log is made of (localstore/binlog.py)."""
         if end < start:
             return []
-        count = end + 1 - start
-        raw = os.pread(self._fd(bin), count * ENTRY_SIZE, (start - 1) * ENTRY_SIZE)
-        if len(raw) != count * ENTRY_SIZE:
-            raise StoreCorrupt(self._directory, f"{pull_file_name(bin)} ends before bin ID {end}")
+        raw = self._range(bin, start, end)
         hole = _HOLE_FIELDS[:SLOT_BYTES]
         return [
             (raw[at : at + ADDRESS_SIZE], raw[at + ADDRESS_SIZE : at + ADDRESS_SIZE + SLOT_BYTES] == hole)
             for at in range(0, len(raw), ENTRY_SIZE)
+        ]
+
+    def located(self, bin: int, start: int, end: int) -> list[tuple[bytes, int, int]]:
+        """``(address, slot, length)`` of every bin ID ``start..end`` (``end`` at most the
+        cursor), holes included (their slot is ``HOLE_SLOT``), decoded by one ``struct``."""
+        if end < start:
+            return []
+        return [
+            (address, high << 32 | low, length)
+            for address, high, low, length in _LOCATED.iter_unpack(self._range(bin, start, end))
         ]
 
     def read(self, bin: int, start: int, end: int) -> Iterator[PullEntry]:

@@ -68,12 +68,10 @@ class ProvenServing:
         provable: Provable,
         conn: PeerConnection,
         epoch: int,
-        readable: Callable[[bytes], bool],
     ) -> None:
         self.provable = provable
         self.conn = conn
         self.epoch = epoch  # our store's, which receipts must name
-        self._readable = readable  # whether a chunk can be served (a damaged one is a hole)
         self._stating: set[int] = set()  # bins whose state reply is not queued yet
         self.receipts = 0
         self.proof_bytes = dict.fromkeys(PROOF_BYTE_KINDS, 0)
@@ -131,16 +129,26 @@ class ProvenServing:
             )
         self.provable.rolled_back(state, cursor)
 
-    async def offer(self, offers: StreamOffers, start: int, end: int) -> ProvenOffer:
-        """Every entry of ``[start, end]``, its holes (and damaged chunks) marked, with its proof."""
+    async def offer(
+        self,
+        offers: StreamOffers,
+        start: int,
+        end: int,
+        offerable: Callable[[int, int, int], list[tuple[bytes, bool]]],
+    ) -> ProvenOffer:
+        """Every entry of ``[start, end]``, its holes (and damaged chunks) marked, with its proof;
+        ``offerable(bin, start, end)`` gives ``(address, hole)`` of each entry, a chunk that
+        cannot be served (evicted, damaged) a hole.
+        """
         signing = self.provable.signing
-        entries = signing.logs.entries(offers.bin, start, end)
+        bin = offers.bin
+        entries = offerable(bin, start, end)
         addresses: Sequence[bytes] = [address for address, _ in entries]
-        holes = [i for i, (address, hole) in enumerate(entries) if hole or not self._readable(address)]
-        state = await signing.state(offers.bin, end) if offers.live else None
+        holes = [i for i, (_, hole) in enumerate(entries) if hole]
+        state = await signing.state(bin, end) if offers.live else None
         msg = proven_offer(
             signing.logs,
-            offers.bin,
+            bin,
             start,
             end,
             addresses,

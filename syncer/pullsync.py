@@ -287,6 +287,8 @@ class PullSyncClient:
         return self.transfers.incomplete(self.overlay, *key)
 
     async def _wait_until(self, condition: Callable[[], bool], what: str) -> None:
+        if condition():  # the usual case: no timeout scope to set up and tear down (per offer)
+            return
         timeout = self.config.batch_timeout
         with trio.move_on_after(timeout) as scope:
             while not condition():

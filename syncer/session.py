@@ -19,6 +19,7 @@ the ones accepted before. Without, a `ProvenOffer` is taken for its entries and 
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
@@ -59,6 +60,7 @@ from syncer.session_events import (
 __all__ = ["DownstreamSession"]
 
 BINS = MAX_PO + 1
+_PREFIXES = struct.Struct(">I28x")  # the first 32 bits of each address of a run of addresses
 
 
 class _Phase(Enum):
@@ -87,6 +89,7 @@ class DownstreamSession:
         logs: ProvenLogs | None = None,
     ) -> None:
         self.upstream = upstream  # its overlay: an offered chunk must lie in the stream's bin of it
+        self._upstream_prefix = int.from_bytes(upstream[:4], "big")
         self.handshake_epoch = handshake_epoch
         self.window = window
         self.logs = logs  # None: this node does not verify provable streams
@@ -306,12 +309,18 @@ class DownstreamSession:
         rule pulls only bins whose chunks this node is responsible for, so a hash from elsewhere
         is junk the peer wants stored here. (A proven offer's holes are never wanted, and may be
         a lost entry's zero address: not checked.)"""
-        holes = set(msg.hole_indices()) if isinstance(msg, ProvenOffer) else set()
-        for index, address in enumerate(msg.hashes):
-            if index in holes:
-                continue
-            po = min(proximity(address, self.upstream), MAX_PO)
-            if po != msg.bin:
+        # An address is in bin b < MAX_PO iff its first b bits are the upstream's and bit b is
+        # not, i.e. its first 32 bits XOR the upstream's, shifted right by 31 - b, are 1; in bin
+        # MAX_PO iff its first 31 bits are the upstream's (the shift by 1 gives 0). One unpack,
+        # XOR and shift an address, not a 256-bit `proximity` (every chunk is offered this way).
+        bin = msg.bin
+        shift, expected = (31 - bin, 1) if bin < MAX_PO else (1, 0)
+        upstream = self._upstream_prefix
+        holes = frozenset(msg.hole_indices()) if isinstance(msg, ProvenOffer) else frozenset()
+        for index, (prefix,) in enumerate(_PREFIXES.iter_unpack(b"".join(msg.hashes))):
+            if (prefix ^ upstream) >> shift != expected and index not in holes:
+                address = msg.hashes[index]
+                po = min(proximity(address, self.upstream), MAX_PO)
                 raise RemoteProtocolError(
                     f"offer for {stream_name(msg.bin, msg.live)} carries {address.hex()}, "
                     f"which is in bin {po} of the upstream"

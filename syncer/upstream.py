@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import trio
 
@@ -67,6 +68,9 @@ class _Stream:
     wants_in: trio.MemorySendChannel[Want]
     wants_out: trio.MemoryReceiveChannel[Want]
     offering: trio.CancelScope = field(default_factory=trio.CancelScope)
+    # where each chunk offered and not yet delivered or passed over is: (slot, length), for
+    # `LocalStore.get_at` (at most `window` offers of 128: the stream's open offers)
+    located: dict[bytes, tuple[int, int]] = field(default_factory=dict)
 
 
 class Upstream:
@@ -89,7 +93,7 @@ class Upstream:
         self.window = window
         self.live_idle = live_idle
         self._upload_first = upload_first  # live offers wait while this node serves uploads
-        self.proven = None if provable is None else ProvenServing(provable, conn, store.epoch, self._readable)
+        self.proven = None if provable is None else ProvenServing(provable, conn, store.epoch)
         self._streams: dict[tuple[int, bool], _Stream] = {}
         self._acking: set[tuple[int, bool]] = set()  # streams whose Unsubscribed is not queued yet
         self.offered = 0
@@ -196,7 +200,11 @@ class Upstream:
         offered = stream.offers.offered_chunks(msg.start)
         pairs = stream.offers.answer(msg.start, msg.end, msg.wanted_indices())
         wanted = {address for _, address in pairs}
-        self._unwanted([address for address in offered if address not in wanted])
+        unwanted = [address for address in offered if address not in wanted]
+        located = stream.located
+        for address in unwanted:
+            located.pop(address, None)
+        self._unwanted(unwanted)
         # cannot overflow: at most `window` offers are open, and each is answered once
         stream.wants_in.send_nowait((msg.start, pairs))
 
@@ -226,25 +234,25 @@ class Upstream:
             rng = offers.next_range(cursor)
             assert rng is not None, "a slot is free and chunks are there"
             if self.proven is not None:
-                msg: OfferedHashes | ProvenOffer = await self.proven.offer(offers, *rng)
+                msg: OfferedHashes | ProvenOffer = await self.proven.offer(
+                    offers, *rng, partial(self._offerable, stream)
+                )
             else:
-                entries = self.store.iter_bin(bin, rng[0], rng[1])
-                hashes = [address for _, address in entries if self._readable(address)]
+                hashes = [address for address, hole in self._offerable(stream, bin, *rng) if not hole]
                 offers.offered(rng[0], rng[1], hashes)
                 msg = OfferedHashes(bin, live, rng[0], rng[1], tuple(hashes))
             self.offered += len(msg.hashes)
             await self.conn.send(msg, priority)
 
-    def _readable(self, address: bytes) -> bool:
-        """Whether a chunk can be offered: a damaged one is dropped by the store and left out."""
-        try:
-            self.store.check_slot(address)
-        except ChunkDamaged as exc:
+    def _offerable(self, stream: _Stream, bin: int, start: int, end: int) -> list[tuple[bytes, bool]]:
+        """``(address, hole)`` of every bin ID ``start..end``: a hole is a chunk that cannot be
+        offered (evicted, or damaged: the store drops it, and its slot is read for that). Where
+        the others are is kept for their delivery."""
+        found = self.store.offerable(bin, start, end)
+        for exc in found.damaged:
             log.error("not offering a damaged chunk (dropped, to be synced again): %s", exc)
-            return False
-        except ChunkNotFound:
-            return False
-        return True
+        stream.located.update(found.slots)
+        return found.entries
 
     async def _wait_for_chunks(self, offers: StreamOffers) -> int:
         """Wait for at least one new chunk, then up to `live_idle` for a full batch."""
@@ -268,10 +276,12 @@ class Upstream:
     async def _deliver(self, stream: _Stream) -> None:
         bin, live = stream.offers.bin, stream.offers.live
         priority = Priority.of_stream(live)
+        located = stream.located
         async for start, pairs in stream.wants_out:
             for index, address in pairs:
+                where = located.pop(address, None)
                 try:
-                    chunk = self.store.get(address)
+                    chunk = self.store.get(address) if where is None else self.store.get_at(address, *where)
                 except ChunkNotFound:
                     log.error("offered chunk %s is gone; cannot deliver it", address.hex())
                     continue

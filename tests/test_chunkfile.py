@@ -18,9 +18,10 @@ from chunks.ethkey import Secp256k1Key
 from chunks.soc import make_soc
 from localstore import ChunkDamaged, ChunkNotFound, StoreCorrupt, UnsupportedStoreVersion
 from localstore.addressindex import INDEX_FILE_NAME
-from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_DATA_SIZE, SLOT_HEADER_SIZE, SLOT_SIZE
+from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_DATA_SIZE, SLOT_HEADER_SIZE, SLOT_SIZE, ChunkFile
 from localstore.directory import MARKER_NAME
 from localstore.store import LocalStore
+from tests.test_addressindex import counted_reads
 from tests.test_localstore import OVERLAY, random_chunks, snapshot
 
 
@@ -310,3 +311,110 @@ def test_property_get_never_returns_other_bytes_than_were_put(
             else:
                 assert store.get(chunk.address) == chunk
         assert len(store) == len(chunks) - 1
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["consecutive slots", "interleaved bins"])
+def test_offerable_marks_holes_and_drops_damaged_chunks_as_check_slot_does(
+    tmp_path: Path, interleaved: bool
+) -> None:
+    """What an upstream may offer of a range: every entry of the bin's log, a hole for an evicted
+    chunk and for one whose slot is damaged (lost or rotted), which is dropped on the way; the
+    bin's chunks in consecutive slots (checked a run at a time) or each alone."""
+    path = tmp_path / "s"
+    overlay = bytes(32)
+    pool = full_chunks(40, seed=13)
+    chunks = [c for c in pool if c.address[0] >= 0x80][:6]  # bin 0 of the overlay
+    others = [c for c in pool if c.address[0] < 0x80][:6]
+    stored = [c for pair in zip(chunks, others, strict=True) for c in pair] if interleaved else chunks
+    slot = {c.address: i for i, c in enumerate(stored)}
+    with LocalStore(path, overlay) as store:
+        store.put_many(stored)
+        assert store.cursor(0) == 6
+        entries, damaged, slots = store.offerable(0, 1, 6)
+        assert entries == [(c.address, False) for c in chunks] and damaged == []
+        assert slots == {c.address: (slot[c.address], len(c.data)) for c in chunks}
+        assert store.evict([chunks[0].address]) == 1
+        damage(path, slot[chunks[2].address])  # a lost write: the slot holds no address
+        flip(path, slot[chunks[4].address], SLOT_HEADER_SIZE + 100)  # bit rot in the payload
+        entries, damaged, slots = store.offerable(0, 1, 6)
+        assert [hole for _, hole in entries] == [True, False, True, False, True, False]
+        assert [address for address, _ in entries] == [c.address for c in chunks], "holes keep their address"
+        assert [exc.address for exc in damaged] == [chunks[2].address, chunks[4].address]
+        assert "holds 0000" in str(damaged[0]) and "does not match its checksum" in str(damaged[1])
+        assert slots == {c.address: (slot[c.address], 4104) for c in (chunks[1], chunks[3], chunks[5])}
+        assert store.statistics().dropped == 2 and not store.has(chunks[2].address)
+        assert store.logs is not None and store.logs.entries(0, 1, 6) == entries, "the log's holes, now"
+        assert store.offerable(0, 1, 6) == (entries, [], slots), "dropped once: a hole from then on"
+        assert store.offerable(0, 3, 4).entries == entries[2:4]
+        with pytest.raises(ValueError, match="not 7"):
+            store.offerable(0, 1, 7)
+
+
+def test_get_at_reads_the_slot_an_offer_found_and_else_asks_the_index(tmp_path: Path) -> None:
+    """A chunk is delivered from the slot its offer found it in while the slot holds it intact
+    (its address, and data matching its checksum); otherwise (the slot reused, the chunk stored
+    again elsewhere, or damaged) `get` decides."""
+    path = tmp_path / "s"
+    chunks = full_chunks(6, seed=14)
+    with LocalStore(path, OVERLAY) as store:
+        store.put_many(chunks[:4])
+        size = len(chunks[0].data)
+        assert store.get_at(chunks[1].address, 1, size) == chunks[1]
+        assert store.get_at(chunks[1].address, 2, size) == chunks[1], "a wrong slot: the index's"
+        assert store.evict([chunks[0].address]) == 1
+        # removed, its slot not written again yet: the data there is still intact, the chunk's
+        assert store.get_at(chunks[0].address, 0, size) == chunks[0]
+        store.put_many([chunks[4]])  # takes the free slot 0
+        with pytest.raises(ChunkNotFound):
+            store.get_at(chunks[0].address, 0, size)
+        assert store.get_at(chunks[4].address, 0, size) == chunks[4]
+        flip(path, 3, SLOT_HEADER_SIZE + 7)
+        with pytest.raises(ChunkDamaged, match="does not match its checksum"):
+            store.get_at(chunks[3].address, 3, size)
+        assert not store.has(chunks[3].address) and store.statistics().dropped == 1
+
+
+def test_offerable_teaches_the_index_where_offered_chunks_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk synced out is offered back soon (two neighbours pull each other's bins): its `has`
+    then needs no page read, and the answer is the index's own."""
+    path = tmp_path / "s"
+    overlay = bytes(32)
+    chunks = [c for c in full_chunks(40, seed=15) if c.address[0] >= 0x80][:5]  # bin 0
+    with LocalStore(path, overlay) as store:
+        store.put_many(chunks)
+        assert store.evict([chunks[1].address]) == 1
+    with LocalStore(path, overlay) as store:  # reopened: nothing recent
+        index = store._index
+        expected = {c.address: index.get(c.address) for c in chunks}
+        index._recent.clear()
+        store.offerable(0, 1, 5)
+        reads = counted_reads(index, monkeypatch)
+        assert [index.get(c.address) for c in chunks] == [expected[c.address] for c in chunks]
+        assert reads == [index._page_of(chunks[1].address)], "only the hole is looked up"
+        assert [store.has(c.address) for c in chunks] == [True, False, True, True, True]
+
+
+def test_check_run_reports_each_damaged_slot_of_a_run_as_read_would(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    chunks = full_chunks(4, seed=16)
+    with LocalStore(path, OVERLAY) as store:
+        store.put_many(chunks)
+    flip(path, 1, 3)  # in the address
+    flip(path, 2, SLOT_HEADER_SIZE + 4000)  # in the payload
+    chunk_file = ChunkFile(str(path), 4)
+    try:
+        run = [(c.address, len(c.data)) for c in chunks] + [(chunks[0].address, 4104)]  # slot 4: none
+        found = chunk_file.check_run(0, run)
+        assert found[0] is None and found[3] is None
+        assert [str(found[i]) == str(_raised(chunk_file, i, *run[i])) for i in (1, 2, 4)] == [True] * 3
+        assert "does not match its checksum" in str(found[2]) and "holds nothing" in str(found[4])
+    finally:
+        chunk_file.close()
+
+
+def _raised(chunk_file: ChunkFile, slot: int, address: bytes, length: int) -> ChunkDamaged:
+    with pytest.raises(ChunkDamaged) as info:
+        chunk_file.read(slot, length, address)
+    return info.value

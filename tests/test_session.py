@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pot import MAX_PO, proximity
 from streamer.errors import LocalProtocolError, RemoteProtocolError
 from streamer.messages import (
     ChunkDelivery,
@@ -224,6 +225,28 @@ def test_violations_by_the_upstream(setup: Setup, message: object, code: int, ma
     with pytest.raises(RemoteProtocolError, match=match) as info:
         s.receive(message)  # type: ignore[arg-type]
     assert info.value.code == code
+
+
+@settings(max_examples=300, deadline=None)
+@given(bin=st.integers(0, 31), prefix_bits=st.integers(0, 256), rest=st.binary(min_size=32, max_size=32))
+def test_an_offered_hash_is_accepted_exactly_in_its_bin(bin: int, prefix_bits: int, rest: bytes) -> None:
+    """The bin check agrees with `proximity` (capped at MAX_PO) for every bin and proximity."""
+    # an address sharing exactly `prefix_bits` leading bits with the upstream (all 256: itself)
+    mask = (1 << 256) - 1 >> prefix_bits
+    value = int.from_bytes(UPSTREAM) & ~mask | int.from_bytes(rest) & mask
+    if prefix_bits < 256:  # the first bit that differs
+        bit = 1 << (255 - prefix_bits)
+        value = value & ~bit | ~int.from_bytes(UPSTREAM) & bit
+    address = value.to_bytes(32, "big")
+    assert proximity(address, UPSTREAM) == prefix_bits
+    s = session_with_cursors(tuple([5] * 32))
+    s.send(Subscribe(bin, True, 1, 0))
+    message = OfferedHashes(bin, True, 1, 2, (h(1, bin), address))
+    if min(prefix_bits, MAX_PO) == bin:
+        assert isinstance(s.receive(message), OfferReceived)
+    else:
+        with pytest.raises(RemoteProtocolError, match=f"in bin {min(prefix_bits, MAX_PO)} of the upstream"):
+            s.receive(message)
 
 
 def test_the_handshake_epoch_binds_every_reply() -> None:

@@ -2,14 +2,14 @@
 
 An upstream offers a batch of hashes, the downstream answers which it wants, and the upstream
 delivers those. If the reserve evicted a chunk in between, the delivery could not be made and the
-downstream's batch would wait for it until its timeout dropped the connection. So each chunk
-the upstream checks before offering it (``check_slot``) is *leased* until it is delivered
-(``get``), the downstream's answer passes it over (`release_all`, the upstream's ``unwanted``),
-or `ttl` seconds pass (the downstream went away), and eviction passes over leased chunks
-(``Reserve.add_guard``). A reserve over capacity waits for leased chunks, so the leases bound
-how far it exceeds its capacity: the chunks of the offers in flight, not every chunk offered
-in the last `ttl` seconds. This wraps the store the node hands each
-`Upstream`; nothing in the pull-sync protocol changes.
+downstream's batch would wait for it until its timeout dropped the connection. So each chunk the
+upstream checks before offering it (``offerable``, or ``check_slot``) is *leased* until it is
+delivered (``get_at`` or ``get``), the downstream's answer passes it over (`release_all`, the
+upstream's ``unwanted``), or `ttl` seconds pass (the downstream went away), and eviction passes
+over leased chunks (``Reserve.add_guard``). A reserve over capacity waits for leased chunks, so
+the leases bound how far it exceeds its capacity: the chunks of the offers in flight, not every
+chunk offered in the last `ttl` seconds. This wraps the store the node hands each `Upstream`;
+nothing in the pull-sync protocol changes.
 """
 
 from __future__ import annotations
@@ -90,6 +90,20 @@ class LeasedStore:
     def check_slot(self, address: bytes) -> None:
         self._store.check_slot(address)
         self._leases.lease(address)
+
+    def offerable(self, bin: int, start: int, end: int) -> Any:
+        """`LocalStore.offerable`, each chunk it finds offerable leased."""
+        found = self._store.offerable(bin, start, end)
+        for address in found.slots:
+            self._leases.lease(address)
+        return found
+
+    def get_at(self, address: bytes, slot: int, length: int) -> Chunk:
+        try:
+            chunk: Chunk = self._store.get_at(address, slot, length)
+        finally:
+            self._leases.release(address)
+        return chunk
 
     def get(self, address: bytes) -> Chunk:
         try:
