@@ -5,8 +5,9 @@ Its files, their LevelDB keys and how they are opened together are in localstore
 ``bin = min(proximity(overlay, address), 31)``; bin IDs start at 1 and grow by 1 per chunk
 stored in the bin, so a bin's counter is its *cursor*. A new chunk takes the lowest free slot
 (one an evicted chunk gave back) or a new one at the end of the chunk file (localstore/slots.py);
-the write path and the order that makes a crash safe are in localstore/chunkwrites.py. The address
-index is rebuilt from the pull index whenever it was not closed cleanly.
+the write path and the order that makes a crash safe are in localstore/chunkwrites.py, an
+upstream's reads in localstore/offerreads.py. The address index is rebuilt from the pull index
+whenever it was not closed cleanly.
 
 The reserve (localstore/reserve.py) *evicts* chunks: each leaves a hole in its bin's pull index
 (keeping its address: bin IDs are never given out twice and a hole is never offered), leaves the
@@ -26,7 +27,6 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
 
 import plyvel
 
@@ -38,21 +38,13 @@ from localstore.chunkwrites import ChunkWrites
 from localstore.directory import FORMAT_VERSION
 from localstore.errors import ChunkDamaged, ChunkNotFound, StoreClosed
 from localstore.lost import LostChunk, clear_lost, read_lost
-from localstore.pullindex import HOLE_SLOT
+from localstore.offerreads import OfferReads
 from localstore.statenamespace import StateNamespace
 from localstore.storefiles import MAX_BIN, META_VERSION, StoreFiles, write_new_epoch
 from localstore.storestats import StoreStatistics
 from pot import proximity
 
 __all__ = ["LocalStore"]
-
-
-class Offerable(NamedTuple):
-    """What `LocalStore.offerable` found of a range of a bin."""
-
-    entries: list[tuple[bytes, bool]]  # (address, hole) of each bin ID
-    damaged: list[ChunkDamaged]  # the chunks found damaged (and dropped): holes now
-    slots: dict[bytes, tuple[int, int]]  # address -> (slot, length) of each chunk not a hole
 
 
 def _check_bin(bin: int) -> None:
@@ -65,7 +57,7 @@ def _check_address(address: bytes) -> None:
         raise ValueError(f"address is {len(address)} bytes, not {ADDRESS_SIZE}")
 
 
-class LocalStore(StateNamespace, ChunkWrites):
+class LocalStore(StateNamespace, ChunkWrites, OfferReads):
     """Chunks, their per-bin pull index, the store epoch and a key-value state namespace.
 
     Not thread-safe: use it from one thread (the trio thread, or a script without trio).
@@ -169,87 +161,6 @@ class LocalStore(StateNamespace, ChunkWrites):
         except ChunkDamaged:
             self._forget(address, entry.bin_id)
             raise
-
-    def check_slot(self, address: bytes) -> None:
-        """Raise ChunkNotFound or ChunkDamaged (dropping the chunk) unless get would succeed.
-
-        The check an upstream makes of every chunk before it offers it, so that a damaged chunk
-        is not offered and then found undeliverable, for one address (`offerable` makes it for a
-        range of a bin, from the pull index, without the address-index lookup). It reads the whole
-        slot (a 4 KiB pread and an XXH3 hash, about 1 us more than the address alone:
-        docs/performance.md) but builds no Chunk.
-        """
-        entry = self._entry_of(address)
-        try:
-            self._chunk_file.read(entry.slot, entry.length, address)
-        except ChunkDamaged:
-            self._forget(address, entry.bin_id)
-            raise
-
-    def offerable(self, bin: int, start: int, end: int) -> Offerable:
-        """What an upstream can offer of bin IDs ``start..end`` (``end`` at most the cursor):
-        ``(address, hole)`` of each, as the bin's pull index (and log) has it, ``hole`` also set
-        for a chunk whose slot fails the checks of `check_slot`, which is dropped as it drops it
-        (the errors are returned, to be logged), and where each offerable chunk is, for
-        `get_at`. Each slot is the one the pull-index entry names, which is the address index's
-        (an entry leaves both at once): one read of the range and one of each run of chunks in
-        consecutive slots (`ChunkFile.check_run`), no address-index lookup (`check_slot` looks
-        each address up and reads each slot on its own), though the index's recent
-        answers learn where each chunk is: a downstream that synced one offers it back soon,
-        and this store then looks it up (`has`)."""
-        _check_bin(bin)
-        self._live()
-        if end > self._cursors[bin]:
-            raise ValueError(f"bin {bin} has {self._cursors[bin]} bin IDs, not {end}")
-        located = self._pull_index.located(bin, start, end)
-        entries: list[tuple[bytes, bool]] = [(address, slot == HOLE_SLOT) for address, slot, _ in located]
-        damaged: list[ChunkDamaged] = []
-        slots: dict[bytes, tuple[int, int]] = {}
-        read, check_run, found = self._chunk_file.read, self._chunk_file.check_run, self._index.found
-        i, count = 0, len(located)
-        while i < count:
-            address, slot, length = located[i]
-            if slot == HOLE_SLOT:
-                i += 1
-                continue
-            j = i + 1  # the run of chunks in consecutive slots from slot on is i..j-1
-            while j < count and located[j][1] == slot + j - i:
-                j += 1
-            if j == i + 1:  # alone (the common case when bins interleave in the slots)
-                try:
-                    read(slot, length, address)
-                except ChunkDamaged as exc:
-                    self._forget(address, start + i)
-                    damaged.append(exc)
-                    entries[i] = (address, True)
-                else:
-                    slots[address] = (slot, length)
-                    found(address, IndexEntry(slot, length, start + i))
-                i = j
-                continue
-            problems = check_run(slot, [(a, n) for a, _, n in located[i:j]])
-            for k, problem in enumerate(problems, i):
-                address, slot, length = located[k]
-                if problem is not None:
-                    self._forget(address, start + k)
-                    damaged.append(problem)
-                    entries[k] = (address, True)
-                else:
-                    slots[address] = (slot, length)
-                    found(address, IndexEntry(slot, length, start + k))
-            i = j
-        return Offerable(entries, damaged, slots)
-
-    def get_at(self, address: bytes, slot: int, length: int) -> Chunk:
-        """`get`, for a chunk `offerable` found at ``slot``: read from there, with no address-index
-        lookup, while the slot holds it intact (its address, and its checksum over the data: the
-        data is the chunk's, even if it was removed since and the slot not written again);
-        otherwise `get` decides (the slot was reused, or the chunk is damaged: then dropped)."""
-        self._live()
-        try:
-            return Chunk(address, self._chunk_file.read(slot, length, address))
-        except ChunkDamaged:
-            return self.get(address)
 
     def _entry_of(self, address: bytes) -> IndexEntry:
         """Where a stored chunk is; raises ChunkNotFound."""
