@@ -11,7 +11,7 @@ import trio
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from swarm.api.status import sync_document
 from swarm.node import Node
-from swarm.testing import node_config, random_chunks, start_node, wait_for
+from swarm.testing import node_config, random_chunks, start_node, start_synced_pair, wait_for
 
 
 def fully_synced(node: Node) -> bool:
@@ -56,11 +56,8 @@ async def test_health_and_addresses_report_what_sync_reports(tmp_path: Path) -> 
     chunks = random_chunks(120, seed=3)
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            a = await start_node(nursery, node_config(tmp_path / "a"))
-            for chunk in chunks:
-                a.intake.store(chunk)
-            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
-            await wait_for(lambda: holds_all(b, chunks) and fully_synced(b))
+            _, b = await start_synced_pair(nursery, tmp_path, chunks)
+            await wait_for(lambda: fully_synced(b))
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{b.api_port}", timeout=30) as client:
                 synced = (await client.get("/sync")).json()
                 health = (await client.get("/health")).json()
@@ -133,11 +130,8 @@ async def test_a_chunk_damaged_after_it_was_synced_is_fetched_again_from_a_peer(
     chunks = random_chunks(30, seed=9)
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            a = await start_node(nursery, node_config(tmp_path / "a"))
-            for chunk in chunks:
-                a.intake.store(chunk)
-            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
-            await wait_for(lambda: holds_all(b, chunks) and fully_synced(b))
+            _, b = await start_synced_pair(nursery, tmp_path, chunks)
+            await wait_for(lambda: fully_synced(b))
             victim = chunks[7]
             slot = b.store._entry_of(victim.address).slot
             with open(Path(b.store.path) / CHUNK_FILE_NAME, "r+b") as file:

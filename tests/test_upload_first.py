@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from swarm.node import Node
-from swarm.testing import NodeProcess, node_config, random_chunks, start_node, wait_for
+from swarm.testing import NodeProcess, random_chunks, start_synced_pair, wait_for
 from syncer.upload_first import UploadFirst
 
 
@@ -98,26 +98,28 @@ def holds_all(node: Node, chunks: list) -> bool:
     return all(node.store.has(c.address) for c in chunks)
 
 
-async def keep_working(node: Node, until: trio.Event) -> None:
-    """Upload work every 50 ms (what storing an upload's chunks does) until ``until``."""
-    while not until.is_set():
-        node.upload_first.touch()
-        await trio.sleep(0.05)
+async def busy_pair(nursery: trio.Nursery, tmp_path: Path, wait: float) -> tuple[Node, Node, trio.Event]:
+    """A and B synced, then A doing upload work every 50 ms (what storing an upload's chunks
+    does) until the event returned is set."""
+    history = random_chunks(20, seed=11)
+    a, b = await start_synced_pair(nursery, tmp_path, history, replication_quiet=0.3, replication_wait=wait)
+    stop = trio.Event()
+
+    async def keep_working() -> None:
+        while not stop.is_set():
+            a.upload_first.touch()
+            await trio.sleep(0.05)
+
+    nursery.start_soon(keep_working)
+    await trio.sleep(0.1)
+    return a, b, stop
 
 
 async def test_live_offers_wait_while_a_node_serves_uploads(tmp_path: Path) -> None:
-    history, fresh = random_chunks(20, seed=11), random_chunks(40, seed=12)
-    config = node_config(tmp_path / "a", replication_quiet=0.3, replication_wait=30.0)
+    fresh = random_chunks(40, seed=12)
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            a = await start_node(nursery, config)
-            for chunk in history:
-                a.intake.store(chunk)
-            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
-            await wait_for(lambda: holds_all(b, history))
-            stop = trio.Event()
-            nursery.start_soon(keep_working, a, stop)
-            await trio.sleep(0.1)
+            a, b, stop = await busy_pair(nursery, tmp_path, wait=30.0)
             for chunk in fresh:  # new chunks at A while it is busy with uploads
                 a.intake.store(chunk)
             await trio.sleep(1.0)
@@ -130,22 +132,14 @@ async def test_live_offers_wait_while_a_node_serves_uploads(tmp_path: Path) -> N
 
 
 async def test_live_offers_are_late_but_never_starved(tmp_path: Path) -> None:
-    history, fresh = random_chunks(20, seed=14), random_chunks(30, seed=13)
-    config = node_config(tmp_path / "a", replication_quiet=0.3, replication_wait=1.0)
+    fresh = random_chunks(30, seed=13)
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
-            a = await start_node(nursery, config)
-            for chunk in history:
-                a.intake.store(chunk)
-            b = await start_node(nursery, node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)]))
-            await wait_for(lambda: holds_all(b, history))  # B's live streams are open by now
-            stop = trio.Event()
-            nursery.start_soon(keep_working, a, stop)  # never pauses during the test
+            a, b, _ = await busy_pair(nursery, tmp_path, wait=1.0)  # A's work never pauses
             for chunk in fresh:
                 a.intake.store(chunk)
             await wait_for(lambda: holds_all(b, fresh))
             assert a.statistics().reserve.replication_held >= 1
-            stop.set()
             nursery.cancel_scope.cancel()
 
 

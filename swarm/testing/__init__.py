@@ -69,6 +69,20 @@ async def start_node(nursery: trio.Nursery, config: NodeConfig, **kwargs: object
     return node
 
 
+async def start_synced_pair(
+    nursery: trio.Nursery, directory: Path, chunks: Iterable[Chunk], **a_overrides: Any
+) -> tuple[Node, Node]:
+    """Node A (``directory / "a"``) holding ``chunks`` and node B pulling from it, once B holds
+    them all: B's streams from A are open by then (a chunk A stores next comes live)."""
+    chunks = list(chunks)
+    a = await start_node(nursery, node_config(directory / "a", **a_overrides))
+    for chunk in chunks:
+        a.intake.store(chunk)
+    b = await start_node(nursery, node_config(directory / "b", peers=[("127.0.0.1", a.p2p_port)]))
+    await wait_for(lambda: all(b.store.has(chunk.address) for chunk in chunks))
+    return a, b
+
+
 @asynccontextmanager
 async def node_with_client(data_dir: Path, **overrides: Any) -> AsyncIterator[tuple[Node, httpx.AsyncClient]]:
     """A node in this process (`node_config(data_dir, **overrides)`) and a client of its API;
