@@ -173,18 +173,10 @@ class ChunkFile:
         bin are in consecutive slots, and an upstream offers them together."""
         raw = os.pread(self._fd, len(chunks) * SLOT_SIZE, first_slot * SLOT_SIZE)
         found: list[ChunkDamaged | None] = []
-        at = 0
-        for slot, (address, length) in enumerate(chunks, first_slot):
-            record = raw[at : at + _HEADER + length]
-            at += SLOT_SIZE
-            if record[:ADDRESS_SIZE] != address or len(record) != _HEADER + length:
-                holds = record[:ADDRESS_SIZE].hex() or "nothing"
-                found.append(ChunkDamaged(self._directory, address, slot, f"holds {holds}"))
-            elif checksum(address, record[_HEADER:]) != record[ADDRESS_SIZE:_HEADER]:
-                problem = "its data does not match its checksum (bit rot or a torn write)"
-                found.append(ChunkDamaged(self._directory, address, slot, problem))
-            else:
-                found.append(None)
+        for i, (address, length) in enumerate(chunks):
+            at = i * SLOT_SIZE
+            data = self._checked(raw[at : at + _HEADER + length], first_slot + i, length, address)
+            found.append(data if isinstance(data, ChunkDamaged) else None)
         return found
 
     def read(self, slot: int, length: int, address: bytes) -> bytes:
@@ -192,12 +184,19 @@ class ChunkFile:
 
         Raises ChunkDamaged unless the slot starts with ``address`` and its checksum matches.
         """
-        record = os.pread(self._fd, _HEADER + length, slot * SLOT_SIZE)
+        data = self._checked(os.pread(self._fd, _HEADER + length, slot * SLOT_SIZE), slot, length, address)
+        if isinstance(data, ChunkDamaged):
+            raise data
+        return data
+
+    def _checked(self, record: bytes, slot: int, length: int, address: bytes) -> bytes | ChunkDamaged:
+        """The data of the slot ``record`` read for ``address``, or what is wrong with it: another
+        address (or too few bytes), or data that does not match the slot's checksum."""
         found = record[:ADDRESS_SIZE]
         if found != address or len(record) != _HEADER + length:
-            raise ChunkDamaged(self._directory, address, slot, f"holds {found.hex() or 'nothing'}")
+            return ChunkDamaged(self._directory, address, slot, f"holds {found.hex() or 'nothing'}")
         data = record[_HEADER:]
         if checksum(address, data) != record[ADDRESS_SIZE:_HEADER]:
             problem = "its data does not match its checksum (bit rot or a torn write)"
-            raise ChunkDamaged(self._directory, address, slot, problem)
+            return ChunkDamaged(self._directory, address, slot, problem)
         return data

@@ -267,9 +267,11 @@ class Upstream:
         """Hold a ready live offer while this node serves uploads (syncer/upload_first.py); the
         cursor then, with what came meanwhile."""
         ready = gate.clock()
-        if gate.wait(ready) > 0:
-            while (seconds := gate.wait(ready)) > 0:
-                await trio.sleep(seconds)
+        held = False
+        while (seconds := gate.wait(ready)) > 0:
+            held = True
+            await trio.sleep(seconds)
+        if held:
             gate.held(gate.clock() - ready)
         return self.store.cursor(bin)
 

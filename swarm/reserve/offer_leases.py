@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from chunks import Chunk
+from localstore.offerreads import Offerable
 
 __all__ = ["LeasedStore", "OfferLeases"]
 
@@ -91,7 +92,7 @@ class LeasedStore:
         self._store.check_slot(address)
         self._leases.lease(address)
 
-    def offerable(self, bin: int, start: int, end: int) -> Any:
+    def offerable(self, bin: int, start: int, end: int) -> Offerable:
         """`LocalStore.offerable`, each chunk it finds offerable leased."""
         found = self._store.offerable(bin, start, end)
         for address in found.slots:
