@@ -11,6 +11,7 @@ offer found it in. Figures: docs/performance.md, "The reverse stream".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import plyvel
@@ -66,13 +67,16 @@ class OfferReads:
             self._forget(address, entry.bin_id)
             raise
 
-    def offerable(self, bin: int, start: int, end: int) -> Offerable:
+    def offerable(self, bin: int, start: int, end: int, passed: Iterable[tuple[int, int]] = ()) -> Offerable:
         """What an upstream can offer of bin IDs ``start..end`` (``end`` at most the cursor):
         ``(address, hole)`` of each, as the bin's pull index (and log) has it, ``hole`` also set
         for a chunk whose slot fails the checks of `check_slot`, which is dropped as it drops it
         (the errors are returned, to be logged), and where each offerable chunk is, for
         `get_at`. The address index's recent answers learn where each chunk is: a downstream
-        that synced one offers it back soon, and this store then looks it up (`has`)."""
+        that synced one offers it back soon, and this store then looks it up (`has`).
+
+        ``passed``: ranges of bin IDs within ``start..end`` the caller will not offer (chunks
+        the downstream gave us: syncer/given.py); they are holes, their slots not read."""
         if not 0 <= bin <= MAX_BIN:
             raise ValueError(f"bin {bin} is outside 0..{MAX_BIN}")
         self._live()
@@ -80,14 +84,21 @@ class OfferReads:
             raise ValueError(f"bin {bin} has {self._cursors[bin]} bin IDs, not {end}")
         located = self._pull_index.located(bin, start, end)
         found = Offerable([(address, slot == HOLE_SLOT) for address, slot, _ in located], [], {})
+        skip = bytearray(len(located))
+        for first, last in passed:
+            if not start <= first <= last <= end:
+                raise ValueError(f"passed range {first}..{last} is not within {start}..{end}")
+            for k in range(first - start, last - start + 1):
+                skip[k] = 1
+                found.entries[k] = (located[k][0], True)
         i, count = 0, len(located)
         while i < count:
             slot = located[i][1]
-            if slot == HOLE_SLOT:
+            if slot == HOLE_SLOT or skip[i]:
                 i += 1
                 continue
             j = i + 1  # the run of chunks in consecutive slots from slot on is i..j-1
-            while j < count and located[j][1] == slot + j - i:
+            while j < count and located[j][1] == slot + j - i and not skip[j]:
                 j += 1
             for k, problem in enumerate(self._check_run(located[i:j]), i):
                 address, slot_k, length = located[k]

@@ -65,6 +65,7 @@ from streamer.wire.provable import (
     Receipt,
     RolledBack,
     SignedState,
+    SkippedOffer,
     StateReply,
     StateRequest,
 )
@@ -160,6 +161,7 @@ __all__ = [
     "RetrieveRequest",
     "RolledBack",
     "SignedState",
+    "SkippedOffer",
     "StateReply",
     "StateRequest",
     "StreamKind",

@@ -31,6 +31,7 @@ from swarm.net.retrieval import Retrieval
 from swarm.net.topology import Topology
 from swarm.proofs.service import NodeProofs
 from swarm.reserve.offer_leases import LeasedStore, OfferLeases
+from syncer.given import GivenRanges
 from syncer.intake import ChunkIntake
 from syncer.puller import Puller
 from syncer.pullsync import PullSyncClient
@@ -81,6 +82,7 @@ class PeerWiring:
         overlay, remote = conn.overlay, conn.remote
         requests = RequestTable()
         timeout = self.config.retrieve_timeout
+        given = GivenRanges()  # what the peer delivers us: not offered back to it
         client = PullSyncClient(
             conn,
             remote.epoch,
@@ -92,6 +94,7 @@ class PeerWiring:
             observed=partial(self.puller.observe, overlay),
             config=self.config.puller,
             verifying=self.proofs.verifying(overlay, remote.public_key, remote.epoch),
+            given=given,
         )
         # the upstream sees the store through leases: what it offers is not evicted meanwhile
         upstream = Upstream(
@@ -101,6 +104,7 @@ class PeerWiring:
             upload_first=self.upload_first,
             provable=self.proofs.provable(),
             unwanted=self.offer_leases.release_all,
+            given=given,
         )
         peer = Peer(
             conn,

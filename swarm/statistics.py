@@ -45,6 +45,7 @@ class ConnectionStatus:
     serving: tuple[tuple[int, bool], ...]  # streams (bin, live) the peer pulls from us
     offered: int  # hashes offered to it
     delivered: int  # chunks delivered to it
+    skipped: int  # bin IDs of chunks it gave us, passed over in live offers (syncer/given.py)
     proof_bytes: dict[str, int] = field(default_factory=dict)  # provable streams
 
 
@@ -112,6 +113,7 @@ def collect_statistics(
             tuple(peer.upstream.subscriptions),
             peer.upstream.offered,
             peer.upstream.delivered,
+            peer.upstream.skipped,
             dict(peer.upstream.proof_bytes, receipt_count=peer.upstream.receipts),
         )
         for peer in peers

@@ -23,6 +23,7 @@ import trio
 from chunks import Chunk, InvalidChunk
 from streamer.errors import RemoteProtocolError
 from streamer.messages import GoodbyeCode
+from syncer.given import GivenRanges
 from syncer.intake import ChunkIntake
 from syncer.stats import PeerStats
 from syncer.verifier import MAX_BATCH, Verdicts
@@ -47,8 +48,10 @@ class DeliveryIntake:
         broke_protocol: Callable[[RemoteProtocolError], None],
         *,
         clock: Callable[[], float] = time.time,
+        given: GivenRanges | None = None,
     ) -> None:
         self.intake = intake
+        self.given = given  # told the bin IDs this peer's chunks got (syncer/given.py)
         self.stats = stats
         self.broke_protocol = broke_protocol
         self.clock = clock
@@ -90,7 +93,10 @@ class DeliveryIntake:
             valid = [chunk for chunk, problem in zip(chunks, problems, strict=True) if problem is None]
             now = self.clock()
             if valid:
+                before = self.intake.cursors() if self.given is not None else None
                 new = self.intake.store_many(valid, verified=True)
+                if before is not None and new:
+                    self._note_given(before)
                 self.stats.add("delivered", len(valid), now)
                 if new < len(valid):
                     self.stats.add("repeat", len(valid) - new, now)
@@ -101,3 +107,11 @@ class DeliveryIntake:
                 self.broke_protocol(
                     RemoteProtocolError(f"invalid chunk delivered: {exc}", GoodbyeCode.INVALID_CHUNK)
                 )
+
+    def _note_given(self, before: list[int]) -> None:
+        """The new chunks of one store took the bin IDs between the cursors before and after it
+        (nothing else stores meanwhile: the store is synchronous)."""
+        assert self.given is not None
+        for bin, (first, last) in enumerate(zip(before, self.intake.cursors(), strict=True)):
+            if last > first:
+                self.given.add(bin, first + 1, last)

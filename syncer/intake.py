@@ -35,6 +35,8 @@ class ChunkSink(Protocol):
 
     def get(self, address: bytes) -> Chunk: ...
 
+    def cursors(self) -> list[int]: ...
+
 
 class ChunkIntake:
     """Verify, store, tell the transfers."""
@@ -56,6 +58,11 @@ class ChunkIntake:
 
     def has(self, address: bytes) -> bool:
         return self._store.has(address)
+
+    def cursors(self) -> list[int]:
+        """The store's highest bin ID of each bin: what a store of chunks moves tells the bin IDs
+        they got (syncer/given.py)."""
+        return self._store.cursors()
 
     def unwanted(self, address: bytes) -> bool:
         """Not to be pulled: stored already, or outside the storage radius (the reserve would

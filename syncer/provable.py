@@ -26,7 +26,7 @@ How states are accepted:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from chunks.merkle import (
@@ -39,7 +39,7 @@ from chunks.merkle import (
     verify_consistency,
 )
 from streamer.errors import LocalProtocolError, RemoteProtocolError
-from streamer.messages import GoodbyeCode, ProvenOffer, SignedState, StateReply, StateRequest
+from streamer.messages import GoodbyeCode, ProvenOffer, SignedState, SkippedOffer, StateReply, StateRequest
 from streamer.states import verify_state
 from syncer.session_events import OfferProven, StateAccepted, StateSuperseded
 
@@ -231,33 +231,46 @@ class ProvenLogs:
         if entry.latest is None or entry.latest.size != stream.anchor:
             entry.roots.pop(stream.anchor, None)
 
-    def check_offer(self, msg: ProvenOffer) -> OfferProven:
-        """Check a proven offer that the stream rules already accepted (subscribed, continuous)."""
+    def check_offer(self, msg: ProvenOffer | SkippedOffer) -> OfferProven:
+        """Check a proven (or skipped) offer that the stream rules already accepted (subscribed,
+        continuous)."""
         stream = self._streams.get((msg.bin, msg.live))
         if stream is None:
             raise LocalProtocolError(
                 f"proven offer of bin {msg.bin} on a stream we did not subscribe with proofs"
             )
+        if isinstance(msg, SkippedOffer):
+            return self._check_live(msg, stream, msg.proof)
         leaves = leaf_hashes(msg.start, msg.hashes)
         return (
             self._check_live(msg, stream, leaves) if msg.live else self._check_historical(msg, stream, leaves)
         )
 
-    def _check_live(self, msg: ProvenOffer, stream: _Stream, leaves: list[bytes]) -> OfferProven:
+    def _check_live(
+        self, msg: ProvenOffer | SkippedOffer, stream: _Stream, appended: Sequence[bytes]
+    ) -> OfferProven:
+        """``appended``: the offer's leaves, or a skipped offer's compact range of them."""
         state = msg.state
         assert state is not None and stream.frontier is not None  # a live offer carries one
-        where = f"live offer [{msg.start}, {msg.end}] of bin {msg.bin}"
+        skipped = isinstance(msg, SkippedOffer)
+        where = f"{'skipped' if skipped else 'live'} offer [{msg.start}, {msg.end}] of bin {msg.bin}"
         entry = self._bin(msg.bin)
         if entry.latest is not None and stream.frontier.size != entry.latest.size:
             raise LocalProtocolError(f"{where}: the stream no longer extends the latest state")
         self._check_signed(state)
         frontier = stream.frontier.copy()
-        frontier.append_leaves(leaves)
+        try:
+            if skipped:
+                frontier.append_range(msg.end, appended)
+            else:
+                frontier.append_leaves(appended)
+        except InvalidProof as exc:
+            raise RemoteProtocolError(f"{where}: malformed proof: {exc}", BAD_PROOF) from None
         if frontier.root() != state.root:
             raise RemoteProtocolError(
-                f"{where}: its entries do not extend the state at {msg.start - 1} to the signed state at "
-                f"{msg.end} (an entry left out, reordered or not in the log, or a state that does not "
-                "extend the previous one)",
+                f"{where}: its {'proof' if skipped else 'entries'} do not extend the state at "
+                f"{msg.start - 1} to the signed state at {msg.end} (an entry left out, reordered or "
+                "not in the log, or a state that does not extend the previous one)",
                 BAD_PROOF,
             )
         stream.frontier = frontier

@@ -25,13 +25,14 @@ from streamer.messages import (
     Receipt,
     RolledBack,
     SignedState,
+    SkippedOffer,
     StateRequest,
 )
 from streamer.outbox import Priority
 from streamer.states import verify_state
 from syncer.offers import StreamOffers
 from syncer.proof_store import ProofStore
-from syncer.proving import check_state_request, proven_offer, state_reply
+from syncer.proving import check_state_request, proven_offer, skipped_offer, state_reply
 from syncer.receipts import check_receipt, merge_receipt
 from syncer.signing import StateSigning
 
@@ -163,4 +164,15 @@ class ProvenServing:
         extra = HOLES_SIZE + HASH_SIZE * len(holes)
         extra += 8 + HASH_SIZE + SIGNATURE_SIZE if state else 1 + HASH_SIZE * (len(msg.left) + len(msg.right))
         self.proof_bytes["offers"] += extra
+        return msg
+
+    async def skip(self, offers: StreamOffers, start: int, end: int) -> SkippedOffer:
+        """A live offer of ``[start, end]``, every entry a chunk the downstream gave us: the
+        signed state at ``end`` and the compact range of the entries, no hashes."""
+        signing = self.provable.signing
+        msg = skipped_offer(signing.logs, offers.bin, start, end, await signing.state(offers.bin, end))
+        offers.offered(start, end, ())
+        # a skipped offer is all proof: its range, state, signature and range hashes
+        extra = 25 + 8 + HASH_SIZE + SIGNATURE_SIZE + HASH_SIZE * len(msg.proof)
+        self.proof_bytes["offers"] += FRAME_OVERHEAD + extra
         return msg

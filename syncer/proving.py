@@ -17,12 +17,13 @@ from streamer.messages import (
     MAX_BATCH_SIZE,
     ProvenOffer,
     SignedState,
+    SkippedOffer,
     StateReply,
     StateRequest,
 )
 from streamer.states import StateSigner
 
-__all__ = ["Log", "check_state_request", "hole_mask", "proven_offer", "state_reply"]
+__all__ = ["Log", "check_state_request", "hole_mask", "proven_offer", "skipped_offer", "state_reply"]
 
 
 class Log(Protocol):
@@ -87,6 +88,13 @@ def proven_offer(
     left = tuple(log.frontier(bin, start - 1)) if first else ()
     right = tuple(log.range(bin, end, anchor))
     return ProvenOffer(bin, False, start, end, tuple(addresses), mask, None, left, right)
+
+
+def skipped_offer(log: Log, bin: int, start: int, end: int, state: SignedState) -> SkippedOffer:
+    """The live offer of bin IDs ``[start, end]`` that skips them all (chunks the downstream gave
+    us): ``state`` (signed at ``end``) and the compact range of the entries."""
+    proof = tuple(log.range(bin, start - 1, end))
+    return SkippedOffer(bin, start, end, state.epoch, state.root, state.signature, proof)
 
 
 def sign_state(log: Log, signer: StateSigner, bin: int, epoch: int, size: int) -> SignedState:

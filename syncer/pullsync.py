@@ -44,6 +44,7 @@ from streamer.messages import (
     Message,
     OfferedHashes,
     ProvenOffer,
+    SkippedOffer,
     StateReply,
     Subscribe,
     Unsubscribe,
@@ -54,12 +55,14 @@ from streamer.outbox import Priority
 from streamer.requests import RetrieveFailed
 from syncer.batches import CompletedBatch
 from syncer.deliveries import DeliveryIntake
+from syncer.given import GivenRanges
 from syncer.intake import ChunkIntake
 from syncer.pull_config import PullerConfig
 from syncer.session import DownstreamSession
 from syncer.session_events import (
     ChunkArrived,
     CursorsReceived,
+    Offer,
     OfferReceived,
     StateAccepted,
     StateSuperseded,
@@ -116,6 +119,7 @@ class PullSyncClient:
         clock: Callable[[], float] = time.time,
         verifying: Verifying | None = None,
         observed: Observed | None = None,
+        given: GivenRanges | None = None,
     ) -> None:
         self.conn = conn
         self._observed = observed
@@ -131,7 +135,7 @@ class PullSyncClient:
         self.clock = clock
         self._fetch = fetch
         self._completed = completed
-        self.deliveries = DeliveryIntake(intake, stats, conn.broke_protocol, clock=clock)
+        self.deliveries = DeliveryIntake(intake, stats, conn.broke_protocol, clock=clock, given=given)
         self._offers: dict[StreamKey, trio.MemorySendChannel[OfferReceived]] = {}
         self._cursors: trio.MemorySendChannel[CursorsReceived] | None = None
         self._progress = trio.lowlevel.ParkingLot()  # woken by completions, acks, streams ending
@@ -271,7 +275,7 @@ class PullSyncClient:
     def open_batches(self) -> int:
         return self.transfers.open_batches(self.overlay)
 
-    async def _answer(self, offer: OfferedHashes | ProvenOffer, priority: Priority) -> None:
+    async def _answer(self, offer: Offer, priority: Priority) -> None:
         wanted = self.transfers.offer(self.overlay, offer, self.intake.unwanted)
         want = WantedHashes.from_indices(offer.bin, offer.live, offer.start, offer.end, wanted)
         self.session.send(want)
@@ -301,11 +305,19 @@ class PullSyncClient:
     def handlers(self) -> Handlers:
         """What the client takes from the upstream; each waits while the delivery intake is full."""
         return dict.fromkeys(
-            (ChunkDelivery, OfferedHashes, ProvenOffer, StateReply, CursorsReply, Unsubscribed), self.receive
+            (ChunkDelivery, OfferedHashes, ProvenOffer, SkippedOffer, StateReply, CursorsReply, Unsubscribed),
+            self.receive,
         )
 
     async def receive(
-        self, msg: CursorsReply | OfferedHashes | ProvenOffer | StateReply | Unsubscribed | ChunkDelivery
+        self,
+        msg: CursorsReply
+        | OfferedHashes
+        | ProvenOffer
+        | SkippedOffer
+        | StateReply
+        | Unsubscribed
+        | ChunkDelivery,
     ) -> None:
         """Judge a message through the session and act on it; waits only while this peer's
         delivery intake is full (which stops the reader: backpressure)."""

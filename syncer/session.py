@@ -13,8 +13,10 @@ raises `LocalProtocolError` when this node itself would break a rule: a bug here
 
 With ``logs`` (a `ProvenLogs`: this node verifies provable streams, `--provable-sync verify`) the
 session also holds the upstream to its signed states (section 8.6): every offer must be a
-`ProvenOffer` whose proof checks out, and every state it accepts must extend or be a prefix of
-the ones accepted before. Without, a `ProvenOffer` is taken for its entries and holes alone.
+`ProvenOffer` (or, for a live range of chunks we gave the upstream, a `SkippedOffer`) whose
+proof checks out, and every state it accepts must extend or be a prefix of the ones accepted
+before. Without, a `ProvenOffer` is taken for its entries and holes alone, a `SkippedOffer` for
+its range.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from streamer.messages import (
     ProvenOffer,
     Receipt,
     RolledBack,
+    SkippedOffer,
     StateReply,
     StateRequest,
     Subscribe,
@@ -220,12 +223,19 @@ class DownstreamSession:
     # -- what the peer sends ----------------------------------------------------------------
 
     def receive(
-        self, msg: CursorsReply | OfferedHashes | ProvenOffer | StateReply | Unsubscribed | ChunkDelivery
+        self,
+        msg: CursorsReply
+        | OfferedHashes
+        | ProvenOffer
+        | SkippedOffer
+        | StateReply
+        | Unsubscribed
+        | ChunkDelivery,
     ) -> SessionEvent:
         """Judge a message from the upstream; returns what it means."""
         if isinstance(msg, ChunkDelivery):
             return self._receive_delivery(msg)
-        if isinstance(msg, OfferedHashes | ProvenOffer):
+        if isinstance(msg, OfferedHashes | ProvenOffer | SkippedOffer):
             return self._receive_offer(msg)
         if isinstance(msg, StateReply):
             if self.logs is None:
@@ -289,7 +299,7 @@ class DownstreamSession:
         self._check_bin(msg)
         root = None
         if self.logs is not None:
-            if not isinstance(msg, ProvenOffer):
+            if isinstance(msg, OfferedHashes):
                 raise RemoteProtocolError(
                     f"offer [{msg.start}, {msg.end}] for {stream_name(*key)} comes without a proof: this "
                     "node verifies provable streams",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamer.messages import ChunkDelivery, OfferedHashes, ProvenOffer, SignedState
+from streamer.messages import ChunkDelivery, OfferedHashes, ProvenOffer, SignedState, SkippedOffer
 
 __all__ = [
     "ChunkArrived",
@@ -60,7 +60,7 @@ class CursorsReceived:
     cursors: tuple[int, ...]
 
 
-Offer = OfferedHashes | ProvenOffer
+Offer = OfferedHashes | ProvenOffer | SkippedOffer
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import trio
 
-from streamer.messages import Message, ProvenOffer
+from streamer.messages import Message, OfferedHashes, SkippedOffer
 from streamer.outbox import Priority
 from streamer.states import StateSigner
 from syncer.batches import CompletedBatch
@@ -94,7 +94,13 @@ class Takeover:
     def offer_verified(self, event: OfferReceived) -> None:
         """Keep what the offer's receipt needs; persist a live offer's state (the new latest)."""
         offer = event.offer
-        if event.root is None or not isinstance(offer, ProvenOffer):
+        if event.root is None or isinstance(offer, OfferedHashes):
+            return
+        if isinstance(offer, SkippedOffer):
+            # No receipt covers it: without its hashes this node cannot tell that it holds every
+            # chunk of it, and an upstream could skip a range to make it sign for chunks it never
+            # had. Its state is the new latest all the same.
+            self.verifying.proofs.accept(self.upstream, offer.state)
             return
         self._batches[(offer.bin, offer.live, offer.start)] = _Batch(offer.end, event.root, offer.hashes)
         if offer.state is not None:

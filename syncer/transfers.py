@@ -13,8 +13,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from streamer.messages import OfferedHashes, ProvenOffer
+from streamer.messages import ProvenOffer
 from syncer.batches import BatchTracker, CompletedBatch, Rerequest
+from syncer.session_events import Offer
 
 __all__ = ["BatchListener", "Transfers"]
 
@@ -48,7 +49,10 @@ class Transfers:
         self._rerequest(self.tracker.peer_gone(peer))
 
     def offer(
-        self, peer: bytes, offer: OfferedHashes | ProvenOffer, is_stored: Callable[[bytes], bool]
+        self,
+        peer: bytes,
+        offer: Offer,
+        is_stored: Callable[[bytes], bool],
     ) -> list[int]:
         """Register `peer`'s offer; returns the indices to want (a complete batch is reported).
         A proven offer's holes are never wanted."""

@@ -5,7 +5,9 @@ to 128 hashes from the pull index, keeping at most `window` offers not fully ser
 exactly the chunks a want asks for, through the outbox class of the stream (live before
 historical). A live stream waits for new chunks (`LocalStore.wait_bin`) and closes a batch after
 128 hashes or `live_idle` seconds; with `UploadFirst`, a ready live offer then waits while this node
-serves uploads (at most its `max_wait`). Nothing is ever sent unasked.
+serves uploads (at most its `max_wait`). Chunks the peer itself delivered to us are not offered
+back (syncer/given.py): holes of a live offer, and a range of them where an offer would start is
+skipped whole, after waiting up to `skip_idle` for more of them. Nothing is ever sent unasked.
 
 `Unsubscribe` stops the offers and is acknowledged with `Unsubscribed`; wants received before it
 are still served, so the downstream's answered batches can complete. A historical stream whose
@@ -42,6 +44,7 @@ from streamer.messages import (
     ProvenOffer,
     Receipt,
     RolledBack,
+    SkippedOffer,
     StateRequest,
     Subscribe,
     Unsubscribe,
@@ -49,6 +52,7 @@ from streamer.messages import (
     WantedHashes,
 )
 from streamer.outbox import Priority
+from syncer.given import GivenRanges
 from syncer.offers import StreamOffers
 from syncer.proven_upstream import PROOF_BYTE_KINDS, Provable, ProvenServing
 from syncer.upload_first import UploadFirst
@@ -56,6 +60,9 @@ from syncer.upload_first import UploadFirst
 log = logging.getLogger(__name__)
 
 DEFAULT_LIVE_IDLE = 0.05
+DEFAULT_SKIP_IDLE = 0.5
+"""Most seconds a live range of chunks the peer gave us waits for more of them before it is
+skipped (nothing in it is offered: waiting costs the peer nothing but a later cursor)."""
 
 
 Want = tuple[int, list[tuple[int, bytes]]]  # offer start, (index, address) pairs to deliver
@@ -83,21 +90,26 @@ class Upstream:
         *,
         window: int = OFFER_WINDOW,
         live_idle: float = DEFAULT_LIVE_IDLE,
+        skip_idle: float = DEFAULT_SKIP_IDLE,
         provable: Provable | None = None,
         unwanted: Callable[[list[bytes]], None] = lambda addresses: None,
         upload_first: UploadFirst | None = None,
+        given: GivenRanges | None = None,
     ) -> None:
         self.conn = conn
+        self._given = given  # what the peer delivered to us: holes of our live offers to it
         self.store = store
         self._unwanted = unwanted  # told the chunks a want passed over (swarm/reserve/offer_leases.py)
         self.window = window
         self.live_idle = live_idle
+        self.skip_idle = skip_idle
         self._upload_first = upload_first  # live offers wait while this node serves uploads
         self.proven = None if provable is None else ProvenServing(provable, conn, store.epoch)
         self._streams: dict[tuple[int, bool], _Stream] = {}
         self._acking: set[tuple[int, bool]] = set()  # streams whose Unsubscribed is not queued yet
         self.offered = 0
         self.delivered = 0
+        self.skipped = 0  # bin IDs of chunks the peer gave us, passed over
 
     @property
     def subscriptions(self) -> list[tuple[int, bool]]:
@@ -233,6 +245,12 @@ class Upstream:
                 cursor = await self._wait_for_uploads(self._upload_first, bin)
             rng = offers.next_range(cursor)
             assert rng is not None, "a slot is free and chunks are there"
+            given = self._given.run(bin, rng[0], cursor) if live and self._given is not None else None
+            if given is not None:  # what the peer gave us, from the offer's start on: skipped
+                if given == cursor:  # nothing else yet: one skip (one signed state) may cover more
+                    given = await self._gather_given(bin, rng[0], cursor)
+                await self.conn.send(await self._skip(offers, rng[0], given), priority)
+                continue
             if self.proven is not None:
                 msg: OfferedHashes | ProvenOffer = await self.proven.offer(
                     offers, *rng, partial(self._offerable, stream)
@@ -244,11 +262,41 @@ class Upstream:
             self.offered += len(msg.hashes)
             await self.conn.send(msg, priority)
 
+    async def _gather_given(self, bin: int, start: int, end: int) -> int:
+        """Wait up to `skip_idle` for more chunks while every one is a chunk the peer gave us
+        (a downstream stores its pulls batch after batch); the end of that run. A chunk the peer
+        did not give ends the wait at once: it is offered next, not held back."""
+        assert self._given is not None
+        with trio.move_on_after(self.skip_idle):
+            while True:
+                cursor = await self.store.wait_bin(bin, end)
+                end = self._given.run(bin, start, cursor) or end
+                if end < cursor:
+                    break
+        return end
+
+    async def _skip(self, offers: StreamOffers, start: int, end: int) -> OfferedHashes | SkippedOffer:
+        """The offer of ``[start, end]`` of a live stream, all of it chunks the peer gave us
+        (syncer/given.py): nothing to offer, the range is passed over (and forgotten)."""
+        assert self._given is not None
+        self._given.forget_below(offers.bin, end + 1)
+        self.skipped += end - start + 1
+        if self.proven is not None:
+            return await self.proven.skip(offers, start, end)
+        offers.offered(start, end, ())
+        return OfferedHashes(offers.bin, True, start, end, ())
+
     def _offerable(self, stream: _Stream, bin: int, start: int, end: int) -> list[tuple[bytes, bool]]:
         """``(address, hole)`` of every bin ID ``start..end``: a hole is a chunk that cannot be
-        offered (evicted, or damaged: the store drops it, and its slot is read for that). Where
-        the others are is kept for their delivery."""
-        found = self.store.offerable(bin, start, end)
+        offered (evicted, or damaged: the store drops it, and its slot is read for that) or, in
+        a live stream, one the peer delivered to us (syncer/given.py). Where the others are is
+        kept for their delivery."""
+        given = self._given
+        if given is not None and stream.offers.live:
+            found = self.store.offerable(bin, start, end, list(given.given_in(bin, start, end)))
+            given.forget_below(bin, end + 1)
+        else:
+            found = self.store.offerable(bin, start, end)
         for exc in found.damaged:
             log.error("not offering a damaged chunk (dropped, to be synced again): %s", exc)
         stream.located.update(found.slots)

@@ -350,6 +350,23 @@ def test_offerable_marks_holes_and_drops_damaged_chunks_as_check_slot_does(
             store.offerable(0, 1, 7)
 
 
+def test_offerable_passes_over_the_ranges_it_is_told_without_reading_their_slots(tmp_path: Path) -> None:
+    """Entries the downstream gave us (syncer/given.py) are holes of the offer; their slots are
+    not read, so a damaged one among them is neither found nor dropped here."""
+    path = tmp_path / "s"
+    overlay = bytes(32)
+    chunks = [c for c in full_chunks(40, seed=16) if c.address[0] >= 0x80][:6]  # bin 0
+    with LocalStore(path, overlay) as store:
+        store.put_many(chunks)
+        flip(path, 3, SLOT_HEADER_SIZE + 100)  # damaged, but passed over
+        entries, damaged, slots = store.offerable(0, 1, 6, [(2, 4)])
+        assert entries == [(c.address, 1 < i < 5) for i, c in enumerate(chunks, 1)]
+        assert damaged == [] and set(slots) == {chunks[0].address, chunks[4].address, chunks[5].address}
+        assert store.has(chunks[3].address)
+        with pytest.raises(ValueError, match="not within"):
+            store.offerable(0, 2, 6, [(1, 2)])
+
+
 def test_get_at_reads_the_slot_an_offer_found_and_else_asks_the_index(tmp_path: Path) -> None:
     """A chunk is delivered from the slot its offer found it in while the slot holds it intact
     (its address, and data matching its checksum); otherwise (the slot reused, the chunk stored

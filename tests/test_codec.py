@@ -42,6 +42,7 @@ from streamer import (
     RetrieveRequest,
     RolledBack,
     SignedState,
+    SkippedOffer,
     StateReply,
     StateRequest,
     Subscribe,
@@ -136,6 +137,13 @@ GOLDEN = [
     (
         Receipt(4, 5, 1, 300, b"\x11" * 32, b"\x22" * 64),
         "0000007a 1b 04 0000000000000005 0000000000000001 000000000000012c" + " 11" * 32 + " 22" * 64,
+    ),
+    (
+        SkippedOffer(2, 12, 300, 5, b"\x11" * 32, b"\x22" * 64, (b"\xaa" * 32,)),
+        "0000009a 1d 02 000000000000000c 000000000000012c 0000000000000005"
+        + " 11" * 32
+        + " 22" * 64
+        + " aa" * 32,
     ),
     (
         RolledBack(4, 5, 300, b"\x11" * 32, b"\x22" * 64),

@@ -57,6 +57,9 @@ def test_a_content_chunk_repeated_is_no_equivocation() -> None:
         def get(self, address: bytes) -> Chunk:
             return chunk
 
+        def cursors(self) -> list[int]:
+            return [0] * 32
+
     ChunkIntake(Store(), evidence=log).store(chunk)
     assert log.count == 0
 

@@ -41,6 +41,7 @@ from streamer import (
     RetrieveRequest,
     RolledBack,
     SignedState,
+    SkippedOffer,
     StateReply,
     StateRequest,
     Subscribe,
@@ -126,6 +127,13 @@ def proven_offers(draw: st.DrawFn) -> ProvenOffer:
 
 
 @st.composite
+def skipped_offers(draw: st.DrawFn) -> SkippedOffer:
+    start, end = draw(stream_ranges())
+    proof = tuple(draw(st.lists(hashes32, max_size=128)))
+    return SkippedOffer(draw(bins), start, end, draw(u64), draw(hashes32), draw(sigs64), proof)
+
+
+@st.composite
 def receipts(draw: st.DrawFn) -> Receipt:
     start, end = draw(stream_ranges())
     return Receipt(draw(bins), draw(u64), start, end, draw(hashes32), draw(sigs64))
@@ -150,6 +158,7 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     StateRequest: st.builds(StateRequest, bins, st.integers(1, U64_MAX), u64),
     StateReply: st.builds(StateReply, signed_states, u64, st.lists(hashes32, max_size=192).map(tuple)),
     ProvenOffer: proven_offers(),
+    SkippedOffer: skipped_offers(),
     Receipt: receipts(),
     RolledBack: signed_states.map(RolledBack.of),
     RetrieveRequest: st.builds(RetrieveRequest, u64, hashes32, u8),
@@ -208,6 +217,7 @@ def test_type_codes_are_distinct_and_documented_values() -> None:
         "ProvenOffer": 0x1A,
         "Receipt": 0x1B,
         "RolledBack": 0x1C,
+        "SkippedOffer": 0x1D,
         "RetrieveRequest": 0x20,
         "RetrieveDelivery": 0x21,
         "RetrieveFailure": 0x22,

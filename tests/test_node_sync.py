@@ -50,6 +50,50 @@ async def test_downstream_pulls_history_then_live(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
 
 
+@pytest.mark.parametrize("provable", ["verify", "off"])
+async def test_a_node_does_not_offer_a_peer_the_chunks_it_delivered(tmp_path: Path, provable: str) -> None:
+    """B syncs A's 300 chunks; B's live streams to A pass over them (skipped offers, or with
+    provable streams off plain offers without hashes) yet A's intervals of B still cover every
+    bin; 20 chunks stored at B afterwards are offered to A and synced as usual."""
+    history = random_chunks(300, seed=5)
+    later = random_chunks(20, seed=6)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a", provable_sync=provable))
+            for chunk in history:
+                a.intake.store(chunk)
+            b_config = node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)], provable_sync=provable)
+            b = await start_node(nursery, b_config)
+            await wait_for(lambda: holds_all(b, history) and fully_synced(b))
+            cursors = b.store.cursors()
+
+            def a_synced_b() -> bool:  # A's intervals of B's bins reach B's cursors
+                (b_at_a,) = sync_document(a.statistics())["peers"]
+                synced = {s["bin"]: s["synced"] for s in b_at_a["bins"]}
+                return all(synced.get(bin) == [[1, c]] for bin, c in enumerate(cursors) if c)
+
+            await wait_for(a_synced_b)  # skips wait up to DEFAULT_SKIP_IDLE for more of them
+            (b_at_a,) = sync_document(a.statistics())["peers"]
+            assert b_at_a["stats"]["offered"] == 0 and b_at_a["stats"]["delivered"] == 0
+            (a_at_b,) = sync_document(b.statistics())["peers"]
+            assert a_at_b["serving"]["skipped"] == 300 and a_at_b["serving"]["offered"] == 0
+            for chunk in later:
+                b.intake.store(chunk)
+            await wait_for(lambda: holds_all(a, later))
+            (b_at_a,) = sync_document(a.statistics())["peers"]
+            assert b_at_a["stats"]["offered"] == b_at_a["stats"]["delivered"] == 20
+            if provable == "verify":  # A's receipts cover what it took over, never a skipped range
+
+                def receipts() -> list[tuple[int, int, int]]:
+                    (serving,) = sync_document(b.statistics())["peers"]
+                    return sorted((r["bin"], r["start"], r["end"]) for r in serving["serving"]["receipts"])
+
+                now = b.store.cursors()
+                expected = [(bin, cursors[bin] + 1, now[bin]) for bin in range(32) if now[bin] > cursors[bin]]
+                await wait_for(lambda: receipts() == expected)
+            nursery.cancel_scope.cancel()
+
+
 async def test_health_and_addresses_report_what_sync_reports(tmp_path: Path) -> None:
     """``/health`` and ``/addresses`` read the overlay, depth and chunk count without a statistics
     snapshot: they must agree with ``/sync``'s, which takes one."""

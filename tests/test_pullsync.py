@@ -54,7 +54,7 @@ STEP = 5.0
 
 
 class MemoryStore:
-    """What the intake needs of a store: put_many and has."""
+    """What the intake needs of a store: put_many, has, get and cursors."""
 
     def __init__(self) -> None:
         self.chunks: dict[bytes, bytes] = {}
@@ -73,6 +73,9 @@ class MemoryStore:
 
     def get(self, address: bytes) -> Chunk:
         return Chunk(address, self.chunks[address])
+
+    def cursors(self) -> list[int]:
+        return [0] * 32  # keeps no bins
 
 
 @dataclass

@@ -26,12 +26,13 @@ from streamer.messages import (
     OfferedHashes,
     ProvenOffer,
     SignedState,
+    SkippedOffer,
     Subscribe,
     WantedHashes,
 )
 from streamer.states import StateSigner
 from syncer.provable import ProvenLogs
-from syncer.proving import proven_offer, state_reply
+from syncer.proving import proven_offer, skipped_offer, state_reply
 from syncer.session import DownstreamSession
 from syncer.session_events import OfferReceived, StateAccepted
 from tests.memory_log import MemoryLog
@@ -128,6 +129,74 @@ def test_live_offers_extend_the_latest_state_with_no_proof_hashes() -> None:
         assert s.receive(o) == OfferReceived(o, last=False, root=log.root(BIN, end))
         want_none(s, o)
         assert s.logs is not None and s.logs.latest(BIN) == signed(log, end)
+
+
+def skipped(log: MemoryLog, start: int, end: int, state: SignedState | None = None) -> SkippedOffer:
+    return skipped_offer(log, BIN, start, end, state or signed(log, end))
+
+
+def test_a_skipped_offer_extends_the_latest_state_by_the_compact_range_of_its_entries() -> None:
+    """Entries the downstream gave the upstream are skipped: no hashes, the range's few subtree
+    hashes instead, and the live offers after it still extend the state it brought."""
+    log = make_log(300)
+    s = session()
+    anchor(s, log, 300)
+    s.send(Subscribe(BIN, True, 301, 0))
+    log.append(BIN, *(addr(i) for i in range(301, 621)))
+    o = skipped(log, 301, 600)  # more than a batch: a skip is not bound to 128
+    assert len(o.proof) <= 2 * 10 and o.hashes == ()
+    assert s.receive(o) == OfferReceived(o, last=False, root=log.root(BIN, 600))
+    with pytest.raises(LocalProtocolError, match="carried 0 hashes"):
+        s.send(WantedHashes.from_indices(BIN, True, 301, 600, [0]))
+    s.send(WantedHashes.from_indices(BIN, True, 301, 600, []))
+    assert s.logs is not None and s.logs.latest(BIN) == signed(log, 600)
+    after = live(log, 601, 620)
+    assert s.receive(after) == OfferReceived(after, last=False, root=log.root(BIN, 620))
+
+
+SKIP_LIES: dict[str, tuple[Callable[[MemoryLog], SkippedOffer], str]] = {
+    "a proof of another range": (
+        lambda log: dataclasses.replace(skipped(log, 301, 400), proof=tuple(log.range(BIN, 300, 399))),
+        "malformed proof|do not extend",
+    ),
+    "an entry not in the signed log": (
+        lambda log: skipped(make_log(400, forged_at=350), 301, 400, signed(log, 400)),
+        "do not extend",
+    ),
+    "a state signed by someone else": (
+        lambda log: skipped(log, 301, 400, signed(log, 400, signer=OTHER)),
+        "bad signature",
+    ),
+    "a proof hash too many": (
+        lambda log: dataclasses.replace(
+            skipped(log, 301, 400), proof=(*skipped(log, 301, 400).proof, bytes(32))
+        ),
+        "malformed proof",
+    ),
+}
+
+
+@pytest.mark.parametrize("lie", list(SKIP_LIES))
+def test_a_skipped_offer_that_does_not_prove_its_range_is_refused(lie: str) -> None:
+    log = make_log(300)
+    s = session()
+    anchor(s, log, 300)
+    s.send(Subscribe(BIN, True, 301, 0))
+    log.append(BIN, *(addr(i) for i in range(301, 401)))
+    build, reason = SKIP_LIES[lie]
+    with pytest.raises(RemoteProtocolError, match=reason) as caught:
+        s.receive(build(log))
+    assert caught.value.code == BAD_PROOF
+    assert s.logs is not None and s.logs.latest(BIN) == signed(log, 300)  # nothing accepted
+
+
+def test_a_skipped_offer_on_a_historical_stream_breaks_the_stream_rules() -> None:
+    log = make_log(300)
+    s = session()
+    anchor(s, log, 300)
+    s.send(Subscribe(BIN, False, 1, 300))
+    with pytest.raises(RemoteProtocolError, match="not subscribed"):
+        s.receive(skipped(log, 1, 128, signed(log, 128)))
 
 
 def test_after_a_restart_a_gap_is_proven_against_a_state_below_the_latest() -> None:

@@ -24,7 +24,7 @@ from streamer.wire.fields import (
 )
 from streamer.wire.limits import MAX_REASON_SIZE, PUBLIC_KEY_SIZE
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 """The ``version`` this implementation puts in its handshake. Version 2 added the Hello nonces
 (handshake signatures bound to one connection) and the Unsubscribed acknowledgement; version 3
 the TLS channel under the protocol, and the channel binding every handshake signature covers;

@@ -161,6 +161,45 @@ class ProvenOffer(Message):
         )
 
 
+@message(0x1D)
+class SkippedOffer(Message):
+    """A live offer of a provable stream whose every entry, bin IDs ``[start, end]``, is a chunk
+    the downstream delivered to the upstream: nothing in it is offered, so the hashes are left
+    out. It carries the signed state at ``end`` and the compact range of the entries
+    (``proof``), which extends the stream's last state to it as the entries of a live
+    `ProvenOffer` would. It is answered with an empty want, like any offer."""
+
+    bin: Bin
+    start: U64
+    end: U64
+    epoch: U64
+    root: Hash
+    signature: Signature
+    proof: Annotated[tuple[bytes, ...], _RIGHT]
+
+    _check = check_range
+
+    @property
+    def live(self) -> bool:
+        """Only a live stream skips."""
+        return True
+
+    @property
+    def hashes(self) -> tuple[bytes, ...]:
+        """No entry is offered."""
+        return ()
+
+    @property
+    def state(self) -> SignedState:
+        return SignedState(self.bin, self.epoch, self.end, self.root, self.signature)
+
+    def __repr__(self) -> str:
+        return (
+            f"SkippedOffer(bin={self.bin}, start={self.start}, end={self.end}, epoch={self.epoch}, "
+            f"root={self.root.hex()[:12]}, proof=<{len(self.proof)} hashes>)"
+        )
+
+
 @message(0x1B)
 class Receipt(Message):
     """The downstream's signed word that it took over bin IDs ``[start, end]`` of the upstream's

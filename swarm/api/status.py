@@ -120,6 +120,7 @@ def _peer_status(
             "subscriptions": [[b, live] for b, live in conn.serving],
             "offered": conn.offered,
             "delivered": conn.delivered,
+            "skipped": conn.skipped,
             "receipts": _receipts(stats, conn.overlay),
             "proof_bytes": conn.proof_bytes,
         },

@@ -92,9 +92,9 @@ class LeasedStore:
         self._store.check_slot(address)
         self._leases.lease(address)
 
-    def offerable(self, bin: int, start: int, end: int) -> Offerable:
+    def offerable(self, bin: int, start: int, end: int, passed: Iterable[tuple[int, int]] = ()) -> Offerable:
         """`LocalStore.offerable`, each chunk it finds offerable leased."""
-        found = self._store.offerable(bin, start, end)
+        found = self._store.offerable(bin, start, end, passed)
         for address in found.slots:
             self._leases.lease(address)
         return found
