@@ -44,8 +44,9 @@ class TlsCredentials:
 
     The certificate is made when first needed (`prepare`, the first inbound connection, or a look
     at ``certificate``/``binding``/``server``): making it costs `cryptography.x509`'s import and a
-    key, about 30 ms, which a node spends at its first inbound connection, not at start-up (only
-    the client context is needed to dial; docs/performance.md, "Start-up")."""
+    key, 30-50 ms. A node that dials spends it at its first inbound connection, not at start-up
+    (only the client context is needed to dial; docs/performance.md, "Start-up"); one with no
+    peer to dial calls `prepare` at start-up, so that the first peer to dial it does not wait."""
 
     def __init__(self) -> None:
         self.client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
