@@ -113,6 +113,7 @@ class PeerWiring:
             client=client,
             requests=requests,
             retrieve_timeout=timeout,
+            given=given,
         )
         # what each sub-protocol's services take from this peer; one line each
         peer.handle(upstream.handlers())  # pull sync, as the upstream

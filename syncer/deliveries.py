@@ -96,7 +96,8 @@ class DeliveryIntake:
                 before = self.intake.cursors() if self.given is not None else None
                 new = self.intake.store_many(valid, verified=True)
                 if before is not None and new:
-                    self._note_given(before)
+                    assert self.given is not None
+                    self.given.note(before, self.intake.cursors())
                 self.stats.add("delivered", len(valid), now)
                 if new < len(valid):
                     self.stats.add("repeat", len(valid) - new, now)
@@ -107,11 +108,3 @@ class DeliveryIntake:
                 self.broke_protocol(
                     RemoteProtocolError(f"invalid chunk delivered: {exc}", GoodbyeCode.INVALID_CHUNK)
                 )
-
-    def _note_given(self, before: list[int]) -> None:
-        """The new chunks of one store took the bin IDs between the cursors before and after it
-        (nothing else stores meanwhile: the store is synchronous)."""
-        assert self.given is not None
-        for bin, (first, last) in enumerate(zip(before, self.intake.cursors(), strict=True)):
-            if last > first:
-                self.given.add(bin, first + 1, last)

@@ -7,13 +7,14 @@ against its store and answers "not wanted" (docs/performance.md, "Offers of what
 Gossip protocols skip the same echo: a message is not forwarded to the neighbour it came from.
 
 So a connection keeps, per bin, which of this node's bin IDs hold chunks the peer delivered: when
-its deliveries are stored (`syncer.deliveries.DeliveryIntake`), the bin IDs `put_many` gave the
-new ones are added; the upstream (`syncer.upstream.Upstream`) marks those entries of its live
-offers as holes (a hole must not be wanted: docs/protocol.md 5.2, 8.6). One `put_many` gives a
-bin consecutive IDs, so a batch is a range per bin and the set stays small; it is bounded all the
-same (`MAX_RANGES` per bin, the lowest dropped first: such an entry is then just offered), and
-the upstream forgets what its live stream has offered. (A bin the peer does not pull live keeps
-at most `MAX_RANGES`.)
+its pull-sync deliveries (`syncer.deliveries.DeliveryIntake`) or its pushes (swarm/node.py) are
+stored, the bin IDs `put_many` gave the new ones are added; the upstream
+(`syncer.upstream.Upstream`) marks those entries of its live offers as holes (a hole must not be
+wanted: docs/protocol.md 5.13a, 8.2, 8.6) and skips a range of them where an offer would start.
+One `put_many` gives a bin consecutive IDs, so a batch is a range per bin and the set stays
+small; it is bounded all the same (`MAX_RANGES` per bin, the lowest dropped first: such an entry
+is then just offered), and the upstream forgets what its live stream has offered. (A bin the
+peer does not pull live keeps at most `MAX_RANGES`.)
 
 The peer loses nothing by it: it had each of these chunks when it delivered it. Historical
 streams offer everything, as before.
@@ -22,7 +23,7 @@ streams offer everything, as before.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 __all__ = ["MAX_RANGES", "GivenRanges"]
 
@@ -63,6 +64,13 @@ class GivenRanges:
         ends[lo:hi] = [last]
         if len(starts) > self.max_ranges:
             del starts[0], ends[0]
+
+    def note(self, before: Sequence[int], after: Sequence[int]) -> None:
+        """A store of the peer's chunks moved the bins' cursors from ``before`` to ``after``: the
+        bin IDs in between are theirs (nothing else stores meanwhile: the store is synchronous)."""
+        for bin, (first, last) in enumerate(zip(before, after, strict=True)):
+            if last > first:
+                self.add(bin, first + 1, last)
 
     def run(self, bin: int, start: int, end: int) -> int | None:
         """If bin ID ``start`` was given: the last of the given IDs from ``start`` on without a
