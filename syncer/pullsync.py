@@ -68,6 +68,7 @@ from syncer.session_events import (
     StateSuperseded,
     StreamKey,
     UnsubscribeAcked,
+    UpstreamMessage,
     stream_name,
 )
 from syncer.stats import PeerStats
@@ -311,13 +312,7 @@ class PullSyncClient:
 
     async def receive(
         self,
-        msg: CursorsReply
-        | OfferedHashes
-        | ProvenOffer
-        | SkippedOffer
-        | StateReply
-        | Unsubscribed
-        | ChunkDelivery,
+        msg: UpstreamMessage,
     ) -> None:
         """Judge a message through the session and act on it; waits only while this peer's
         delivery intake is full (which stops the reader: backpressure)."""

@@ -57,6 +57,7 @@ from syncer.session_events import (
     SessionEvent,
     StreamKey,
     UnsubscribeAcked,
+    UpstreamMessage,
     stream_name,
 )
 
@@ -224,13 +225,7 @@ class DownstreamSession:
 
     def receive(
         self,
-        msg: CursorsReply
-        | OfferedHashes
-        | ProvenOffer
-        | SkippedOffer
-        | StateReply
-        | Unsubscribed
-        | ChunkDelivery,
+        msg: UpstreamMessage,
     ) -> SessionEvent:
         """Judge a message from the upstream; returns what it means."""
         if isinstance(msg, ChunkDelivery):

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamer.messages import ChunkDelivery, OfferedHashes, ProvenOffer, SignedState, SkippedOffer
+from streamer.messages import (
+    ChunkDelivery,
+    CursorsReply,
+    OfferedHashes,
+    ProvenOffer,
+    SignedState,
+    SkippedOffer,
+    StateReply,
+    Unsubscribed,
+)
 
 __all__ = [
     "ChunkArrived",
@@ -61,6 +70,8 @@ class CursorsReceived:
 
 
 Offer = OfferedHashes | ProvenOffer | SkippedOffer
+UpstreamMessage = CursorsReply | Offer | StateReply | Unsubscribed | ChunkDelivery
+"""What an upstream sends the downstream's session."""
 
 
 @dataclass(frozen=True, slots=True)
