@@ -299,6 +299,8 @@ class Node:
         with scope:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.verifier.run)
+                if self.proofs.signing is not None:  # in a thread, while the node starts
+                    nursery.start_soon(self.proofs.signing.prepare)
                 await nursery.start(self.sessions.run)
                 await nursery.start(self.live.run)
                 nursery.start_soon(self.repair.run)

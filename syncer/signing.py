@@ -54,6 +54,12 @@ class StateSigning:
         self.flushes = 0
         self.signed = 0
 
+    async def prepare(self) -> None:
+        """Flush once at start-up: what the store holds now (written before, maybe not yet on the
+        disk) is then signable at once, and the first peer to ask for a state does not wait for
+        that flush (a node started on a full store: 20-50 ms)."""
+        await self._flush()
+
     def renew(self, epoch: int) -> None:
         """The store took a new epoch: sign under it, forget the states signed under the old."""
         self.epoch = epoch

@@ -12,7 +12,7 @@ import trio
 from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from swarm.api.status import sync_document
 from swarm.node import Node
-from swarm.testing import node_config, random_chunks, start_node, start_synced_pair, wait_for
+from swarm.testing import node_config, preload, random_chunks, start_node, start_synced_pair, wait_for
 
 
 def fully_synced(node: Node) -> bool:
@@ -121,6 +121,23 @@ async def test_a_node_does_not_offer_a_peer_the_chunks_it_pushed(tmp_path: Path)
             assert b_at_a["stats"]["offered"] == 0
             (a_at_b,) = sync_document(b.statistics())["peers"]
             assert a_at_b["serving"]["skipped"] == len(b.store) and a_at_b["serving"]["offered"] == 0
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_node_started_on_a_full_store_flushes_it_at_once(tmp_path: Path) -> None:
+    """Its first signed state (a peer's first question, when it syncs from it) then waits for no
+    flush: the one made at start-up covers everything the store held."""
+    chunks = random_chunks(50, seed=8)
+    preload(tmp_path / "a", chunks)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            a = await start_node(nursery, node_config(tmp_path / "a"))
+            signing = a.proofs.signing
+            assert signing is not None
+            await wait_for(lambda: signing.flushes == 1)
+            bin = max(range(32), key=lambda b: a.store.cursor(b))
+            await signing.state(bin, a.store.cursor(bin))
+            assert signing.flushes == 1 and signing.signed == 1
             nursery.cancel_scope.cancel()
 
 
