@@ -13,8 +13,8 @@ stored, the bin IDs `put_many` gave the new ones are added; the upstream
 wanted: docs/protocol.md 5.13a, 8.2, 8.6) and skips a range of them where an offer would start.
 One `put_many` gives a bin consecutive IDs, so a batch is a range per bin and the set stays
 small; it is bounded all the same (`MAX_RANGES` per bin, the lowest dropped first: such an entry
-is then just offered), and the upstream forgets what its live stream has offered. (A bin the
-peer does not pull live keeps at most `MAX_RANGES`.)
+is then just offered), kept only for the bins the peer pulls live from us (`watch`), and the
+upstream forgets what its live stream has offered.
 
 The peer loses nothing by it: it had each of these chunks when it delivered it. Historical
 streams offer everything, as before.
@@ -47,11 +47,24 @@ class GivenRanges:
             raise ValueError(f"max_ranges must be >= 1, got {max_ranges}")
         self.max_ranges = max_ranges
         self._bins: dict[int, _Bin] = {}
+        self._watched: set[int] = set()
+
+    def watch(self, bin: int) -> None:
+        """The peer pulls ``bin`` live from us: note what it gives us there from now on."""
+        self._watched.add(bin)
+
+    def unwatch(self, bin: int) -> None:
+        """It stopped: what it gave us there is of no use any more (only live offers skip)."""
+        self._watched.discard(bin)
+        self._bins.pop(bin, None)
 
     def add(self, bin: int, first: int, last: int) -> None:
-        """Bin IDs ``first..last`` of ``bin`` hold chunks the peer delivered."""
+        """Bin IDs ``first..last`` of ``bin`` hold chunks the peer delivered (noted only in a bin
+        it pulls live from us: nothing else would skip them)."""
         if not 1 <= first <= last:
             raise ValueError(f"bin IDs {first}..{last} are not a range from 1 on")
+        if bin not in self._watched:
+            return
         entry = self._bins.setdefault(bin, _Bin())
         starts, ends = entry.starts, entry.ends
         # the ranges that overlap or touch [first, last] merge with it

@@ -180,6 +180,8 @@ class Upstream:
         wants_in, wants_out = trio.open_memory_channel[Want](self.window)
         stream = _Stream(offers, trio.Semaphore(self.window), wants_in, wants_out)
         self._streams[key] = stream
+        if msg.live and self._given is not None:
+            self._given.watch(msg.bin)
         self.conn.start_soon(self._serve, key, stream)
 
     def on_unsubscribe(self, msg: Unsubscribe) -> None:
@@ -192,6 +194,8 @@ class Upstream:
                 GoodbyeCode.OVERLOADED,
             )
         stream = self._streams.pop(key, None)
+        if msg.live and self._given is not None:
+            self._given.unwatch(msg.bin)
         if stream is not None:
             stream.offering.cancel()  # no offer can be queued after this
             stream.wants_in.close()  # what was wanted before is still delivered

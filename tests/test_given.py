@@ -15,6 +15,12 @@ adds = st.tuples(st.just("add"), BINS, IDS, st.integers(0, 20))
 forgets = st.tuples(st.just("forget"), BINS, IDS, st.just(0))
 
 
+def watching_all(given_ranges: GivenRanges) -> GivenRanges:
+    for bin in range(4):
+        given_ranges.watch(bin)
+    return given_ranges
+
+
 def model_run(ids: set[int], start: int, end: int) -> int | None:
     if start not in ids:
         return None
@@ -36,7 +42,7 @@ def as_ranges(ids: set[int]) -> list[tuple[int, int]]:
 
 @given(st.lists(adds | forgets, max_size=40), BINS, IDS, st.integers(0, 60))
 def test_given_ranges_answer_as_a_set_of_ids_would(ops, bin, start, length) -> None:
-    given_ranges = GivenRanges(max_ranges=10_000)
+    given_ranges = watching_all(GivenRanges(max_ranges=10_000))
     model: dict[int, set[int]] = {}
     for op, b, first, extra in ops:
         if op == "add":
@@ -59,7 +65,7 @@ def test_given_ranges_answer_as_a_set_of_ids_would(ops, bin, start, length) -> N
 def test_a_bin_keeps_at_most_max_ranges_and_drops_the_lowest(adds, max_ranges) -> None:
     """Beyond the bound the lowest ranges go (they are then just offered): what is kept is a
     subset of what was given, and the highest range is never the one dropped."""
-    given_ranges = GivenRanges(max_ranges=max_ranges)
+    given_ranges = watching_all(GivenRanges(max_ranges=max_ranges))
     model: dict[int, set[int]] = {}
     for b, n in adds:
         given_ranges.add(b, n, n)
@@ -77,3 +83,18 @@ def test_bad_ranges_are_refused() -> None:
         GivenRanges().add(0, 0, 4)
     with pytest.raises(ValueError, match="max_ranges"):
         GivenRanges(max_ranges=0)
+
+
+def test_only_the_bins_the_peer_pulls_live_are_noted() -> None:
+    """Nothing but a live offer skips, so a bin the peer does not pull live keeps nothing, and
+    one it stops pulling forgets what it had."""
+    given_ranges = GivenRanges()
+    given_ranges.add(0, 1, 5)
+    assert given_ranges.ranges(0) == [] and len(given_ranges) == 0
+    given_ranges.watch(0)
+    given_ranges.note([0, 7], [5, 9])  # bin 1 is not watched
+    assert given_ranges.ranges(0) == [(1, 5)] and given_ranges.ranges(1) == []
+    given_ranges.unwatch(0)
+    assert given_ranges.ranges(0) == []
+    given_ranges.add(0, 6, 8)
+    assert given_ranges.ranges(0) == []
