@@ -215,7 +215,7 @@ class Node:
                 peers=lambda: self.sessions.peers.values(),
                 fully_synced=self.puller.fully_synced,
                 radius_changed=self.puller.set_radius,
-                store_pushed=self._store_pushed,
+                store_synced=partial(self.intake.store_many, verified=True),
                 verify_chunks=self._verify_chunks,
                 held=self._held,
                 store_uploaded=self._store_uploaded,
@@ -254,16 +254,6 @@ class Node:
             pushsync=self.pushsync,
             upload_first=self.upload_first,
         )
-
-    def _store_pushed(self, chunks: list[Chunk], origin: bytes) -> int:
-        """Chunks a peer pushed here (verified): stored, and noted as the peer's, so that our
-        live offers to it pass them over (syncer/given.py)."""
-        peer = self.sessions.peers.get(origin)
-        before = self.store.cursors()
-        new = self.intake.store_many(chunks, verified=True)
-        if peer is not None and new:
-            peer.given.note(before, self.store.cursors())
-        return new
 
     def _stored(self, addresses: Iterable[bytes]) -> None:
         """Chunks entered the store: batches waiting for them may be complete; the reserve may

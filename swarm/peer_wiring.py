@@ -113,7 +113,6 @@ class PeerWiring:
             client=client,
             requests=requests,
             retrieve_timeout=timeout,
-            given=given,
         )
         # what each sub-protocol's services take from this peer; one line each
         peer.handle(upstream.handlers())  # pull sync, as the upstream

@@ -50,7 +50,7 @@ class ReserveInputs:
     peers: Callable[[], Iterable[PushPeer]]  # the connected peers, for push syncing's next hops
     fully_synced: Callable[[], bool]  # historical syncing is done (the radius may go down)
     radius_changed: Callable[[int], None]
-    store_pushed: Callable[[list[Chunk], bytes], int]  # chunks a peer pushed, verified, into the store
+    store_synced: Callable[[list[Chunk]], int]  # a pushed chunk, verified, into the store
     verify_chunks: Callable[[list[Chunk]], Awaitable[list[str | None]]]  # on the verifier workers
     held: Callable[[Chunk], bool]  # the store holds this very chunk (same data)
     store_uploaded: Callable[..., int]  # an upload's chunks into the store (``verified=``)
@@ -88,9 +88,9 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         """Whether the chunk lies in this node's neighbourhood (no push needed to reach it)."""
         return proximity(given.overlay, address) >= table.depth()
 
-    def store_pushed(chunks: list[Chunk], peer: bytes) -> int:
+    def store_pushed(chunks: list[Chunk]) -> int:
         given.upload_work()
-        return given.store_pushed(chunks, peer)
+        return given.store_synced(chunks)
 
     def store_uploaded(chunks: list[Chunk], **kwargs: Any) -> int:
         given.upload_work()
@@ -100,7 +100,7 @@ def build_reserve_services(given: ReserveInputs) -> ReserveServices:
         given.identity,
         config.network_id,
         peers=given.peers,
-        store=lambda chunk, peer: store_pushed([chunk], peer),
+        store=lambda chunk: store_pushed([chunk]),
         store_many=store_pushed,
         verify_many=given.verify_chunks,
         held=given.held,

@@ -66,6 +66,30 @@ def quiet(data_dir: Path) -> bool:
     return all(sync_doc(data_dir, i)["fully_synced"] for i in range(NODES))
 
 
+def unsettled(data_dir: Path, addresses: list[bytes]) -> str:
+    """What keeps the swarm from being quiet and placed: for a failed wait's message."""
+    lines = []
+    for i in range(NODES):
+        doc = sync_doc(data_dir, i)
+        overlay, depth = bytes.fromhex(doc["overlay"]), doc["depth"]
+        lines.append(f"node {i} depth {depth} fully_synced {doc['fully_synced']} chunks {doc['chunks']}")
+        for peer in doc["peers"]:
+            behind = [
+                (b["bin"], b["cursor"], b["synced"])
+                for b in peer["bins"]
+                if b["cursor"] and b["synced"] != [[1, b["cursor"]]]
+            ]
+            if behind or not peer.get("fully_synced", True):
+                lines.append(f"  peer {peer['overlay'][:8]}: {peer.get('fully_synced')} behind {behind[:4]}")
+        url = api(data_dir, i)
+        with httpx.Client(timeout=10) as client:
+            mine = [a for a in addresses if proximity(overlay, a) >= depth]
+            missing = [a.hex()[:8] for a in mine if client.head(f"{url}/chunks/{a.hex()}").status_code != 200]
+        if missing:
+            lines.append(f"  missing {len(missing)}: {missing[:6]}")
+    return "\n".join(lines)
+
+
 def swarm_cli(
     *args: str, timeout: float = 60, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
@@ -132,7 +156,10 @@ def test_local_swarm_upload_download_placement_and_recovery(tmp_path: Path) -> N
         )
         poll(lambda: all_up(data_dir), timeout=60)
         poll(lambda: all(len(sync_doc(data_dir, i)["peers"]) == NODES - 1 for i in range(NODES)), timeout=60)
-        poll(lambda: quiet(data_dir) and placed(data_dir, addresses), timeout=90)
+        try:
+            poll(lambda: quiet(data_dir) and placed(data_dir, addresses), timeout=90)
+        except TimeoutError:
+            raise AssertionError(unsettled(data_dir, addresses)) from None
         for i in range(NODES):
             response = httpx.get(f"{api(data_dir, i)}/bytes/{reference.hex()}", timeout=60)
             assert response.status_code == 200 and response.content == data, i

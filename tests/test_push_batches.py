@@ -130,15 +130,10 @@ class _BatchPeer:
 
 
 def batch_pushes(peers: list[Any], **options: Any) -> BatchPushes:
-    options = {"store_many": lambda chunks, peer: None, "radius": lambda: 0, "known": lambda: (), **options}
+    options = {"store_many": lambda chunks: None, "radius": lambda: 0, "known": lambda: (), **options}
     return BatchPushes(
         NodeIdentity.generate(), NETWORK, peers=lambda: peers, credible_within=5, timeout=5, **options
     )
-
-
-def keep(stored: list[Chunk]) -> Any:
-    """A store of pushed chunks that keeps them in ``stored`` (whoever pushed them)."""
-    return lambda chunks, peer: stored.extend(chunks)
 
 
 def content(n: int, seed: int = 1) -> list[Chunk]:
@@ -199,7 +194,7 @@ async def test_the_storer_verifies_what_it_does_not_hold_and_signs_for_all() -> 
         return [None] * len(chunks)
 
     uploader = _BatchPeer(NodeIdentity.generate())
-    pushes = batch_pushes([], store_many=keep(stored), verify=verify, held=lambda c: c == data[0])
+    pushes = batch_pushes([], store_many=stored.extend, verify=verify, held=lambda c: c == data[0])
     msg = PushBatch(7, True, tuple(PushedChunk(c.address, c.data) for c in data))
     pushes.on_batch(uploader, msg)  # type: ignore[arg-type]  # a double of a connected peer
     with trio.fail_after(10):
@@ -218,7 +213,7 @@ async def test_a_batch_with_an_invalid_chunk_drops_the_uploader() -> None:
     msg = PushBatch(1, True, (PushedChunk(data[0].address, data[0].data), forged))
     stored: list[Chunk] = []
     uploader = _BatchPeer(NodeIdentity.generate())
-    pushes = batch_pushes([], store_many=keep(stored))
+    pushes = batch_pushes([], store_many=stored.extend)
     pushes.on_batch(uploader, msg)  # type: ignore[arg-type]  # a double of a connected peer
     with trio.fail_after(10), pytest.raises(RemoteProtocolError, match="invalid pushed chunk") as caught:
         await uploader.conn.run_started()
@@ -277,7 +272,7 @@ async def test_a_batch_not_direct_leaves_out_what_the_storer_would_forward() -> 
     neighbour = _BatchPeer(NodeIdentity.generate())
     mine = {c.address for c in data[:8]}
     stored: list[Chunk] = []
-    pushes = batch_pushes([neighbour], store_many=keep(stored), responsible=lambda a: a in mine)
+    pushes = batch_pushes([neighbour], store_many=stored.extend, responsible=lambda a: a in mine)
     far = [c for c in data[8:] if _closer(neighbour.overlay, pushes.overlay, c.address)]
     assert far, "some chunk is closer to the neighbour"
     uploader = _BatchPeer(NodeIdentity.generate())

@@ -444,7 +444,7 @@ async def test_a_receipt_from_outside_the_neighbourhood_we_know_is_refused(close
         uploader,
         NETWORK,
         peers=lambda: peers,
-        store=lambda chunk, peer: None,
+        store=lambda chunk: None,
         responsible=lambda address: False,
         radius=lambda: 0,
         known=lambda: nearer,

@@ -20,7 +20,6 @@ from streamer.dispatch import Dispatch, Handlers
 from streamer.messages import Message, PushBatchReceipt, PushedChunk, PushReceipt
 from streamer.requests import OpenRetrieve, RequestTable
 from swarm.net.push_requests import PushRequests
-from syncer.given import GivenRanges
 from syncer.pullsync import PullSyncClient
 from syncer.upstream import Upstream
 
@@ -40,7 +39,6 @@ class Peer:
         client: PullSyncClient,
         requests: RequestTable,
         retrieve_timeout: float,
-        given: GivenRanges | None = None,
     ) -> None:
         self.conn = conn
         self.overlay = conn.overlay
@@ -50,8 +48,6 @@ class Peer:
         self.requests = requests
         self.retrieve_timeout = retrieve_timeout
         self.pushes = PushRequests()
-        # what this peer delivered to us (pull sync, pushes): our live offers to it pass it over
-        self.given = given if given is not None else GivenRanges()
         self._dispatch = Dispatch()
 
     def __repr__(self) -> str:

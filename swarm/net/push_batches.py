@@ -99,7 +99,7 @@ class BatchPushes:
         network_id: int,
         *,
         peers: Callable[[], Iterable[BatchPeer]],
-        store_many: Callable[[list[Chunk], bytes], object],  # and the overlay of the peer that pushed
+        store_many: Callable[[list[Chunk]], object],
         verify: Callable[[list[Chunk]], Awaitable[list[str | None]]] | None = None,
         held: Callable[[Chunk], bool] = lambda chunk: False,
         responsible: Callable[[bytes], bool] = lambda address: True,
@@ -221,7 +221,7 @@ class BatchPushes:
             self.received += len(chunks)
             self.held += len(chunks) - len(new)
             if new:
-                self._store_many(new, peer.overlay)
+                self._store_many(new)
             receipt = make_batch_receipt(
                 self.identity,
                 network_id=self.network_id,

@@ -108,8 +108,8 @@ class PushSync:
         network_id: int,
         *,
         peers: Callable[[], Iterable[PushPeer]],
-        store: Callable[[Chunk, bytes], object],  # a pushed chunk, and who pushed it
-        store_many: Callable[[list[Chunk], bytes], object] | None = None,
+        store: Callable[[Chunk], object],
+        store_many: Callable[[list[Chunk]], object] | None = None,
         verify_many: Callable[[list[Chunk]], Awaitable[list[str | None]]] | None = None,
         held: Callable[[Chunk], bool] = lambda chunk: False,
         responsible: Callable[[bytes], bool],
@@ -148,7 +148,7 @@ class PushSync:
             identity,
             network_id,
             peers=peers,
-            store_many=store_many or (lambda chunks, peer: [store(chunk, peer) for chunk in chunks]),
+            store_many=store_many or (lambda chunks: [store(chunk) for chunk in chunks]),
             verify=verify_many,
             held=held,
             responsible=responsible,
@@ -318,6 +318,6 @@ class PushSync:
                 return PushReceipt(
                     msg.request_id, receipt.address, receipt.public_key, receipt.radius, receipt.signature
                 )
-        self._store(chunk, peer.overlay)
+        self._store(chunk)
         self.stored += 1
         return self.own_receipt(chunk.address, msg.request_id)
