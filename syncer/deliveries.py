@@ -93,11 +93,11 @@ class DeliveryIntake:
             valid = [chunk for chunk, problem in zip(chunks, problems, strict=True) if problem is None]
             now = self.clock()
             if valid:
-                before = self.intake.cursors() if self.given is not None else None
+                given = self.given
+                before = self.intake.cursors() if given is not None else []
                 new = self.intake.store_many(valid, verified=True)
-                if before is not None and new:
-                    assert self.given is not None
-                    self.given.note(before, self.intake.cursors())
+                if given is not None and new:
+                    given.note(before, self.intake.cursors())
                 self.stats.add("delivered", len(valid), now)
                 if new < len(valid):
                     self.stats.add("repeat", len(valid) - new, now)

@@ -8,18 +8,17 @@ Gossip protocols skip the same echo: a message is not forwarded to the neighbour
 
 So a connection keeps, per bin, which of this node's bin IDs hold chunks the peer delivered: when
 its pull-sync deliveries are stored (`syncer.deliveries.DeliveryIntake`), the bin IDs `put_many`
-gave the new ones are added; the upstream
-(`syncer.upstream.Upstream`) marks those entries of its live offers as holes (a hole must not be
-wanted: docs/protocol.md 5.13a, 8.2, 8.6) and skips a range of them where an offer would start.
-One `put_many` gives a bin consecutive IDs, so a batch is a range per bin and the set stays
-small; it is bounded all the same (`MAX_RANGES` per bin, the lowest dropped first: such an entry
-is then just offered), kept only for the bins the peer pulls live from us (`watch`), and the
-upstream forgets what its live stream has offered.
+gave the new ones are added; the upstream (`syncer.upstream.Upstream`) marks those entries of
+its live offers as holes (a hole must not be wanted: docs/protocol.md 5.13a, 8.2, 8.6) and skips
+a range of them where an offer would start. One `put_many` gives a bin consecutive IDs, so a
+batch is a range per bin and the set stays small; it is bounded all the same (`MAX_RANGES` per
+bin, the lowest dropped first: such an entry is then just offered), kept only for the bins the
+peer pulls live from us (`watch`), and the upstream forgets what its live stream has offered.
 
 The peer loses nothing by it: it had each of these chunks when it delivered it (it offered each
 from its store). A push is no such proof: a node forwards pushes it does not store, and may
-later need the chunk from the node it pushed it to, so pushed chunks are offered as any other. Historical
-streams offer everything, as before.
+later need the chunk from the node it pushed it to, so pushed chunks are offered as any other.
+Historical streams offer everything, as before.
 """
 
 from __future__ import annotations
