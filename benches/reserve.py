@@ -43,7 +43,7 @@ the single-receipt one (FILE.single.uploader, FILE.single.storer).
 
 ``--replication-wait S`` (push only) starts every node with it (0: live offers go out at once, as
 before uploads came first). ``--verify-workers N`` (push only) gives every node N verifier
-processes (``swarm node``'s own default is one per core beyond the first: 1 here); the default 0
+processes (``swarm node``'s own default is one per core, at most 4: 2 here); the default 0
 verifies in the node's process, as the bench's figures so far were taken (six nodes on two cores
 have no spare core).
 

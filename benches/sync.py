@@ -23,8 +23,8 @@ Prints one JSON line. Times are seconds:
 The ingest rates are the best of ``--ingest-repeats`` passes; ``ratio_vs_put`` compares with one
 ``put`` per chunk. The ingest runs in one process, as the task defines the local ingest limit; B
 verifies deliveries in verifier worker processes (``swarm node --verify-workers``, by default one
-per core beyond the first: one on a 2-core machine), so it uses the second core the way any
-node would. ``--verify-workers 0`` measures B verifying in its own process, like the ingest.
+per core: two on a 2-core machine, sharing the cores with B's own process), so it uses the second
+core the way any node would. ``--verify-workers 0`` measures B verifying in its own process, like the ingest.
 
 Overhead, from B's ``/sync`` stats for peer A (payload = span + payload bytes of chunk deliveries):
 
@@ -520,7 +520,7 @@ def main() -> None:
         type=int,
         default=None,
         metavar="N",
-        help="B's verifier worker processes (default: the node's own default, one per spare core)",
+        help="B's verifier worker processes (default: the node's own default, one per core)",
     )
     parser.add_argument(
         "--channel",

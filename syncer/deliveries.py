@@ -34,8 +34,9 @@ QUEUE = 256
 """Delivered chunks waiting for a verifier batch, per peer."""
 BATCH = min(128, MAX_BATCH)
 """Most chunks in one verifier batch: whatever has arrived, up to this."""
-IN_FLIGHT = 2
-"""Batches of one peer submitted and waiting to be stored, beyond the one being stored."""
+IN_FLIGHT = 4
+"""Batches of one peer submitted and waiting to be stored, beyond the one being stored: enough
+to keep two verifier workers each with a batch in hand and one queued."""
 
 
 class DeliveryIntake:

@@ -37,14 +37,19 @@ __all__ = ["add_node_parser", "cmd_node", "network_range"]
 eager_paths = int_in("a number of paths", 0, 64)
 
 
-def default_workers() -> int:
-    """Verifier workers by default: one per core this process may run on beyond the first (the
-    node's own), at most 4."""
+def default_workers(nodes: int = 1) -> int:
+    """Verifier workers by default: one per core this process may run on, at most 4, and none
+    on a single core. The node's own process is not counted against a core: it spends about a
+    third of a core while it syncs, and the kernel gives its idle time to a worker (with one
+    worker on two cores that worker was the bottleneck and the other core half idle,
+    docs/performance.md). On one core a worker would only add its IPC to the same CPU.
+    ``nodes`` nodes sharing the machine (`swarm up`) share its cores the same way."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         cores = os.cpu_count() or 1
-    return max(0, min(4, cores - 1))
+    share = cores // max(1, nodes)
+    return 0 if share < 2 else min(4, share)
 
 
 def network_range(text: str) -> str:
@@ -125,7 +130,7 @@ def add_node_parser(sub: Any) -> None:
         default=default_workers(),
         metavar="N",
         help="processes that verify synced chunks (BMT hashing) on other cores, 0..8; 0 verifies in "
-        f"the node's process (default: one per core beyond the first, at most 4: {default_workers()} here)",
+        f"the node's process (default: one per core, at most 4, none on one core: {default_workers()} here)",
     )
     p.add_argument(
         "--dial-allow",

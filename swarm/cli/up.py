@@ -17,10 +17,11 @@ from collections import deque
 
 from swarm.cli.common import CliError
 from swarm.cli.localswarm import LocalSwarm, LocalSwarmError, api_url_of
+from swarm.cli.node import default_workers
 from swarm.cli.runfile import record_running
 from swarm.render import table
 
-__all__ = ["cmd_up", "dashboard_url"]
+__all__ = ["cmd_up", "dashboard_url", "node_arguments"]
 
 
 def dashboard_url(api: str, ports: list[str]) -> str:
@@ -28,11 +29,19 @@ def dashboard_url(api: str, ports: list[str]) -> str:
     return f"{api}/dashboard?nodes={','.join(ports)}"
 
 
-def cmd_up(args: argparse.Namespace) -> int:
+def node_arguments(args: argparse.Namespace) -> list[str]:
+    """The options `swarm up` gives every node: its own choices, and a share of the cores for
+    verifying chunks (`default_workers` over the nodes)."""
     node_args = ["--suggest", args.suggest, "--forwarding", args.forwarding]
     node_args += ["--network-id", str(args.network_id)]
+    node_args += ["--verify-workers", str(default_workers(args.nodes))]
     if getattr(args, "capacity", None):
         node_args += ["--capacity", str(args.capacity)]
+    return node_args
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    node_args = node_arguments(args)
     os.environ["SWARM_LOG_LEVEL"] = args.log_level  # the nodes inherit it
     notes: deque[str] = deque(maxlen=6)  # what --watch shows under its tables
 
