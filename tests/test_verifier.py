@@ -11,7 +11,7 @@ import trio
 
 from chunks import Chunk
 from swarm.testing import random_chunks
-from syncer.verifier import ChunkVerifier, Verdicts
+from syncer.verifier import WORKER_NICENESS, ChunkVerifier, Verdicts
 from syncer.verify_worker import check
 
 CHUNKS = random_chunks(60, seed=311)
@@ -39,6 +39,19 @@ async def test_verdicts_match_inline_checks_and_pair_with_their_batches(workers:
                 pending.append(await verifier.submit(batch))
             for batch, verdicts in zip(batches, pending, strict=True):
                 assert await verdicts.wait() == [check(c) for c in batch]
+            nursery.cancel_scope.cancel()
+
+
+async def test_workers_run_nicer_than_the_node() -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            verifier = await nursery.start(ChunkVerifier(2).run)
+            own = os.getpriority(os.PRIO_PROCESS, 0)
+            pids = [worker.process.pid for worker in verifier._workers]
+            assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids] == [
+                min(19, own + WORKER_NICENESS)
+            ] * 2
+            assert await (await verifier.submit(CHUNKS[:3])).wait() == [None] * 3  # and they work
             nursery.cancel_scope.cancel()
 
 
