@@ -56,7 +56,7 @@ class NodeConfig:
     redial_min: float = 0.5
     redial_max: float = 30.0
     puller: PullerConfig = field(default_factory=PullerConfig)
-    # processes verifying synced chunks on other cores (`swarm node` picks one per core, at most 4);
+    # processes verifying synced chunks beside the node (`swarm node` picks one per core, at most 4);
     # 0: verify in the node's own process
     verify_workers: int = 0
     capacity: int = DEFAULT_CAPACITY  # chunks the reserve keeps (localstore/reserve.py)

@@ -1,4 +1,4 @@
-"""ChunkVerifier: BMT verification of delivered chunks on the machine's other cores.
+"""ChunkVerifier: BMT verification of delivered chunks on the machine's cores.
 
 Hashing a full chunk takes about 0.1 ms of Python, most of a syncing node's CPU. With workers,
 `submit` writes a batch of chunks to the least busy worker process (`syncer.verify_worker`) and

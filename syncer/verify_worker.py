@@ -2,7 +2,7 @@
 
 Verification (the BMT hash, 128 Keccak calls per full chunk) is most of what a syncing node's
 CPU does, and Python runs it on one core. The node (`syncer.verifier`) hands batches of delivered
-chunks to worker processes on the other cores over their stdin and reads one reply per batch, in
+chunks to worker processes (on every core) over their stdin and reads one reply per batch, in
 order, from their stdout. The worker is a plain blocking loop: it exits when its stdin closes (the
 node ended, however it ended) and ignores SIGINT and SIGTERM (the node decides when it stops: a
 Ctrl-C, or systemd stopping the service, signals the whole process group, and a worker dying

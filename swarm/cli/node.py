@@ -41,7 +41,7 @@ def default_workers(nodes: int = 1) -> int:
     """Verifier workers by default: one per core this process may run on, at most 4, and none
     on a single core. The node's own process is not counted against a core: it spends about a
     third of a core while it syncs, and the kernel gives its idle time to a worker (with one
-    worker on two cores that worker was the bottleneck and the other core half idle,
+    worker on two cores that worker was the bottleneck and the other core partly idle,
     docs/performance.md). On one core a worker would only add its IPC to the same CPU.
     ``nodes`` nodes sharing the machine (`swarm up`) share its cores the same way."""
     try:
@@ -129,7 +129,7 @@ def add_node_parser(sub: Any) -> None:
         type=worker_count,
         default=default_workers(),
         metavar="N",
-        help="processes that verify synced chunks (BMT hashing) on other cores, 0..8; 0 verifies in "
+        help="processes that verify synced chunks (BMT hashing) beside the node, 0..8; 0 verifies in "
         f"the node's process (default: one per core, at most 4, none on one core: {default_workers()} here)",
     )
     p.add_argument(
