@@ -55,9 +55,11 @@ from benches import fuzz_net
 from streamer.codec import encode
 from streamer.identity import NodeIdentity
 from streamer.messages import (
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    DeliveredChunk,
     Goodbye,
     Handshake,
     Hello,
@@ -99,6 +101,9 @@ def random_message(rng: random.Random) -> Message:
         lambda: OfferedHashes(b, live, start, end, hashes),
         lambda: WantedHashes.from_indices(b, live, start, end, range(len(hashes))),
         lambda: ChunkDelivery(b, live, start, rng.randrange(4), DATA),
+        lambda: ChunkDeliveries(
+            b, live, start, tuple(DeliveredChunk(rng.randrange(4), DATA) for _ in range(rng.randrange(1, 4)))
+        ),
         lambda: RetrieveRequest(rng.randrange(9), rng.choice(POOL), rng.randrange(3)),
         lambda: RetrieveDelivery(rng.randrange(9), DATA),
         lambda: RetrieveFailure(rng.randrange(9), "no"),

@@ -92,7 +92,7 @@ from chunks import CHUNK_SIZE, SPAN_SIZE, Chunk
 from localstore.store import LocalStore
 from localstore.storefiles import BINS
 from streamer.codec import encode
-from streamer.messages import ChunkDelivery, WantedHashes
+from streamer.messages import MAX_DELIVERY_BATCH, ChunkDeliveries, DeliveredChunk, WantedHashes
 from swarm.testing import NodeProcess, preload
 
 BATCH = 128
@@ -345,8 +345,10 @@ def want_frame_size() -> int:
     return len(encode(WantedHashes.from_indices(0, False, 1, BATCH, range(BATCH))))
 
 
-def delivery_overhead() -> int:
-    return len(encode(ChunkDelivery(0, False, 1, 0, bytes(CHUNK_BYTES)))) - CHUNK_BYTES
+def delivery_overhead() -> float:
+    """Protocol bytes per full chunk delivered in a full `ChunkDeliveries` frame."""
+    chunks = tuple(DeliveredChunk(i, bytes(CHUNK_BYTES)) for i in range(MAX_DELIVERY_BATCH))
+    return (len(encode(ChunkDeliveries(0, False, 1, chunks))) - len(chunks) * CHUNK_BYTES) / len(chunks)
 
 
 def historical_offers(cursors: Iterable[int]) -> int:
@@ -460,7 +462,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "protocol_bytes_in": stats["protocol_bytes_in"],
             "protocol_bytes_out": stats["protocol_bytes_out"],
             "want_frames": wants,
-            "delivery_frame_overhead": delivery_overhead(),
+            "delivery_overhead_per_chunk": round(delivery_overhead(), 2),
             "delivered": stats["delivered"],
             "repeat": stats["repeat"],
             "reverse_offered_hashes": a_serving_b["stats"]["offered"],

@@ -66,6 +66,15 @@ class DeliveryIntake:
         except trio.WouldBlock:
             await self._arrived_send.send(chunk)
 
+    async def put_many(self, chunks: list[Chunk]) -> None:
+        """Queue solicited deliveries in order, as `put` each; waits only while the queue is full."""
+        send_nowait = self._arrived_send.send_nowait
+        for chunk in chunks:
+            try:
+                send_nowait(chunk)
+            except trio.WouldBlock:
+                await self._arrived_send.send(chunk)
+
     def close(self) -> None:
         """No more deliveries will come (the connection ended): `run` finishes what came."""
         self._arrived_send.close()

@@ -37,6 +37,7 @@ from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     OFFER_WINDOW,
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
@@ -61,6 +62,7 @@ from syncer.pull_config import PullerConfig
 from syncer.session import DownstreamSession
 from syncer.session_events import (
     ChunkArrived,
+    ChunksArrived,
     CursorsReceived,
     Offer,
     OfferReceived,
@@ -306,7 +308,16 @@ class PullSyncClient:
     def handlers(self) -> Handlers:
         """What the client takes from the upstream; each waits while the delivery intake is full."""
         return dict.fromkeys(
-            (ChunkDelivery, OfferedHashes, ProvenOffer, SkippedOffer, StateReply, CursorsReply, Unsubscribed),
+            (
+                ChunkDeliveries,
+                ChunkDelivery,
+                OfferedHashes,
+                ProvenOffer,
+                SkippedOffer,
+                StateReply,
+                CursorsReply,
+                Unsubscribed,
+            ),
             self.receive,
         )
 
@@ -324,7 +335,9 @@ class PullSyncClient:
             if self.takeover is not None:
                 self.takeover.keep_evidence()
             raise
-        if isinstance(event, ChunkArrived):
+        if isinstance(event, ChunksArrived):
+            await self.deliveries.put_many(event.chunks)
+        elif isinstance(event, ChunkArrived):
             await self.deliveries.put(Chunk(event.address, event.delivery.data))
         elif isinstance(event, OfferReceived):
             if self._observed is not None:

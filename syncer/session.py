@@ -26,10 +26,12 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
+from chunks import Chunk
 from pot import MAX_PO, proximity
 from streamer.errors import LocalProtocolError, RemoteProtocolError
 from streamer.messages import (
     OFFER_WINDOW,
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
@@ -50,6 +52,7 @@ from syncer.intervals import MAX_ID
 from syncer.provable import ProvenLogs
 from syncer.session_events import (
     ChunkArrived,
+    ChunksArrived,
     CursorsReceived,
     Offer,
     OfferCrossed,
@@ -228,6 +231,8 @@ class DownstreamSession:
         msg: UpstreamMessage,
     ) -> SessionEvent:
         """Judge a message from the upstream; returns what it means."""
+        if isinstance(msg, ChunkDeliveries):
+            return self._receive_deliveries(msg)
         if isinstance(msg, ChunkDelivery):
             return self._receive_delivery(msg)
         if isinstance(msg, OfferedHashes | ProvenOffer | SkippedOffer):
@@ -343,15 +348,33 @@ class DownstreamSession:
         offer = (msg.bin, msg.live, msg.start)
         wanted = self._wanted.get(offer)
         if wanted is None:
-            raise RemoteProtocolError(f"{_where(msg)}: no such open offer", GoodbyeCode.UNSOLICITED_DELIVERY)
+            raise _unsolicited(msg, msg.index, "no such open offer")
         address = wanted.pop(msg.index, None)
         if address is None:
-            raise RemoteProtocolError(f"{_where(msg)}: not wanted", GoodbyeCode.UNSOLICITED_DELIVERY)
+            raise _unsolicited(msg, msg.index, "not wanted")
         if not wanted:
             del self._wanted[offer]
         return ChunkArrived(address, msg)
 
+    def _receive_deliveries(self, msg: ChunkDeliveries) -> ChunksArrived:
+        """Every chunk of the frame must be wanted and not delivered yet, or none counts (the
+        peer broke the protocol, and the connection ends)."""
+        offer = (msg.bin, msg.live, msg.start)
+        wanted = self._wanted.get(offer)
+        if wanted is None:
+            raise _unsolicited(msg, msg.chunks[0].index, "no such open offer")
+        arrived = []
+        for chunk in msg.chunks:
+            address = wanted.pop(chunk.index, None)
+            if address is None:
+                raise _unsolicited(msg, chunk.index, "not wanted")
+            arrived.append(Chunk(address, chunk.data))
+        if not wanted:
+            del self._wanted[offer]
+        return ChunksArrived(arrived)
 
-def _where(msg: ChunkDelivery) -> str:
-    """A delivery, named for an error (formatted only then: deliveries are the hot path)."""
-    return f"delivery for {stream_name(msg.bin, msg.live)} offer {msg.start} index {msg.index}"
+
+def _unsolicited(msg: ChunkDelivery | ChunkDeliveries, index: int, why: str) -> RemoteProtocolError:
+    """A delivery of ``index`` that was not asked for (formatted only then: the hot path)."""
+    where = f"delivery for {stream_name(msg.bin, msg.live)} offer {msg.start} index {index}"
+    return RemoteProtocolError(f"{where}: {why}", GoodbyeCode.UNSOLICITED_DELIVERY)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chunks import Chunk
 from streamer.messages import (
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     OfferedHashes,
@@ -17,6 +19,7 @@ from streamer.messages import (
 
 __all__ = [
     "ChunkArrived",
+    "ChunksArrived",
     "CursorsReceived",
     "Offer",
     "OfferCrossed",
@@ -70,7 +73,7 @@ class CursorsReceived:
 
 
 Offer = OfferedHashes | ProvenOffer | SkippedOffer
-UpstreamMessage = CursorsReply | Offer | StateReply | Unsubscribed | ChunkDelivery
+UpstreamMessage = CursorsReply | Offer | StateReply | Unsubscribed | ChunkDelivery | ChunkDeliveries
 """What an upstream sends the downstream's session."""
 
 
@@ -112,12 +115,21 @@ class ChunkArrived:
     delivery: ChunkDelivery
 
 
+@dataclass(frozen=True, slots=True)
+class ChunksArrived:
+    """Wanted chunks of one `ChunkDeliveries`, each named by its offered hash (its data must hash
+    to that address)."""
+
+    chunks: list[Chunk]
+
+
 SessionEvent = (
     CursorsReceived
     | OfferReceived
     | OfferCrossed
     | UnsubscribeAcked
     | ChunkArrived
+    | ChunksArrived
     | StateAccepted
     | StateSuperseded
 )

@@ -22,7 +22,7 @@ its `ProvenServing` (syncer/proven_upstream.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -35,10 +35,13 @@ from streamer.dispatch import Handlers
 from streamer.errors import RemoteProtocolError
 from streamer.messages import (
     MAX_BATCH_SIZE,
+    MAX_DELIVERY_BATCH,
     OFFER_WINDOW,
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    DeliveredChunk,
     GoodbyeCode,
     OfferedHashes,
     ProvenOffer,
@@ -328,28 +331,48 @@ class Upstream:
         return self.store.cursor(bin)
 
     async def _deliver(self, stream: _Stream) -> None:
+        """Send each want's chunks as they are read, up to MAX_DELIVERY_BATCH in a frame (a lone
+        one as a `ChunkDelivery`)."""
         bin, live = stream.offers.bin, stream.offers.live
         priority = Priority.of_stream(live)
-        located = stream.located
         async for start, pairs in stream.wants_out:
-            for index, address in pairs:
-                where = located.pop(address, None)
-                try:
-                    chunk = self.store.get(address) if where is None else self.store.get_at(address, *where)
-                except ChunkNotFound:
-                    log.error("offered chunk %s is gone; cannot deliver it", address.hex())
-                    continue
-                except ChunkDamaged as exc:
-                    log.error("cannot deliver an offered chunk: %s", exc)
-                    continue
-                delivery = ChunkDelivery(bin, live, start, index, chunk.data)
+            for group in self._wanted_chunks(stream, pairs):
+                delivery: ChunkDelivery | ChunkDeliveries
+                if len(group) == 1:
+                    delivery = ChunkDelivery(bin, live, start, group[0].index, group[0].data)
+                else:
+                    delivery = ChunkDeliveries(bin, live, start, tuple(group))
                 try:  # queued without yielding: the writer then sends the batch in few writes
                     self.conn.send_nowait(delivery, priority)
                 except trio.WouldBlock:
                     await self.conn.send(delivery, priority)
-                self.delivered += 1
+                self.delivered += len(group)
             stream.slots.release()
             await trio.lowlevel.checkpoint()
+
+    def _wanted_chunks(
+        self, stream: _Stream, pairs: list[tuple[int, bytes]]
+    ) -> Iterator[list[DeliveredChunk]]:
+        """The wanted chunks still in the store, each with its index in the offer, read as they
+        are needed: groups of up to MAX_DELIVERY_BATCH."""
+        located = stream.located
+        group: list[DeliveredChunk] = []
+        for index, address in pairs:
+            where = located.pop(address, None)
+            try:
+                chunk = self.store.get(address) if where is None else self.store.get_at(address, *where)
+            except ChunkNotFound:
+                log.error("offered chunk %s is gone; cannot deliver it", address.hex())
+                continue
+            except ChunkDamaged as exc:
+                log.error("cannot deliver an offered chunk: %s", exc)
+                continue
+            group.append(DeliveredChunk(index, chunk.data))
+            if len(group) == MAX_DELIVERY_BATCH:
+                yield group
+                group = []
+        if group:
+            yield group
 
 
 def _kind(live: bool) -> str:

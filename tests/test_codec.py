@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 from streamer import (
     MAX_FRAME_SIZE,
     MESSAGE_CLASSES,
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    DeliveredChunk,
     FrameDecoder,
     Goodbye,
     GoodbyeCode,
@@ -97,6 +99,12 @@ GOLDEN = [
         "00000023 15 02 01 000000000000000a 000000000000000b 0902" + " 00" * 14,
     ),
     (ChunkDelivery(2, True, 10, 1, CHUNK), "00000017 16 02 01 000000000000000a 01 0300000000000000 666f6f"),
+    (
+        ChunkDeliveries(2, True, 10, (DeliveredChunk(1, CHUNK), DeliveredChunk(5, CHUNK))),
+        "00000029 1e 02 01 000000000000000a 0002"
+        + " 01 000b 0300000000000000 666f6f"
+        + " 05 000b 0300000000000000 666f6f",
+    ),
     (StateRequest(4, 300, 128), "00000012 18 04 000000000000012c 0000000000000080"),
     (
         StateReply(SignedState(4, 5, 3, b"\x11" * 32, b"\x22" * 64), 2, (b"\xaa" * 32, b"\xbb" * 32)),
@@ -222,6 +230,7 @@ def test_largest_messages_fit_in_a_frame() -> None:
     largest: list[Message] = [
         Peers(big_records),
         ChunkDelivery(31, True, 2**64 - 1, 127, bytes(4104)),
+        ChunkDeliveries(31, True, 2**64 - 1, tuple(DeliveredChunk(i, bytes(4201)) for i in range(15))),
         OfferedHashes(31, True, 1, 128, (bytes(32),) * 128),
         Handshake(1, 1, bytes(32), 1, "x" * 255, 1, bytes(32), bytes(64)),
         Goodbye(1, "x" * 1024),
@@ -618,12 +627,15 @@ def test_example_frames_in_the_protocol_document_decode_and_reencode() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
     examples = doc.split("## 11. Example frames", 1)[1]
     frames = [bytes.fromhex(line) for line in examples.splitlines() if re.fullmatch(r"  [0-9a-f ]+", line)]
-    assert len(frames) == 12
+    assert len(frames) == 13
     for wire in frames:
         assert encode(decode(wire)) == wire
     assert decode(frames[0]) == Hello(bytes(range(32)))
     assert decode(frames[5]) == Unsubscribed(4, True)
     assert decode(frames[6]) == WantedHashes.from_indices(2, True, 10, 11, [0, 3, 9])
-    assert decode(frames[10]) == StateRequest(4, 300, 128)
-    offer = decode(frames[11])
+    assert decode(frames[8]) == ChunkDeliveries(
+        2, True, 10, (DeliveredChunk(1, CHUNK), DeliveredChunk(5, CHUNK))
+    )
+    assert decode(frames[11]) == StateRequest(4, 300, 128)
+    offer = decode(frames[12])
     assert isinstance(offer, ProvenOffer) and offer.hole_indices() == [1] and offer.right == (b"\xcc" * 32,)

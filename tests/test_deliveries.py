@@ -59,21 +59,26 @@ async def intake_with(tmp_path: Path, verifier: ChunkVerifier) -> AsyncIterator[
         yield Intake(deliveries, store, stats, conn)
 
 
-async def deliver_and_drain(intake: DeliveryIntake, chunks: list[Chunk]) -> None:
-    """Queue every chunk, close the intake before it runs, then run it: it finishes what came."""
-    for chunk in chunks:
-        await intake.put(chunk)
+async def deliver_and_drain(intake: DeliveryIntake, chunks: list[Chunk], framed: bool = False) -> None:
+    """Queue every chunk (one by one, or 15 at a time as `ChunkDeliveries` bring them), close the
+    intake before it runs, then run it: it finishes what came."""
+    if framed:
+        for at in range(0, len(chunks), 15):
+            await intake.put_many(chunks[at : at + 15])
+    else:
+        for chunk in chunks:
+            await intake.put(chunk)
     intake.close()
     await intake.run()
 
 
-@pytest.mark.parametrize("workers", [0, 1])
-async def test_close_stores_everything_that_arrived(tmp_path: Path, workers: int) -> None:
+@pytest.mark.parametrize(("workers", "framed"), [(0, False), (1, False), (1, True)])
+async def test_close_stores_everything_that_arrived(tmp_path: Path, workers: int, framed: bool) -> None:
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             verifier = await nursery.start(ChunkVerifier(workers).run)
             async with intake_with(tmp_path, verifier) as intake:
-                await deliver_and_drain(intake.deliveries, CHUNKS)
+                await deliver_and_drain(intake.deliveries, CHUNKS, framed)
                 assert all(intake.store.has(c.address) for c in CHUNKS)
                 stats = intake.stats
                 assert stats["delivered"] == len(CHUNKS) and stats["invalid"] == stats["repeat"] == 0
@@ -118,3 +123,19 @@ async def test_a_stalled_verifier_holds_a_bounded_number_of_chunks(tmp_path: Pat
                     accepted += 1
             nursery.cancel_scope.cancel()
     assert accepted == bound
+
+
+async def test_frames_of_chunks_meet_the_same_bound(tmp_path: Path) -> None:
+    """`put_many` waits for room chunk by chunk: a frame that does not fit is not taken whole."""
+    bound = QUEUE + (IN_FLIGHT + 1) * BATCH
+    frames = [CHUNKS[:15]] * (bound // 15 + 3)
+    taken = 0
+    with trio.fail_after(30):
+        async with intake_with(tmp_path, StalledVerifier()) as intake, trio.open_nursery() as nursery:
+            nursery.start_soon(intake.deliveries.run)
+            with trio.move_on_after(1):
+                for chunks in frames:
+                    await intake.deliveries.put_many(chunks)
+                    taken += len(chunks)
+            nursery.cancel_scope.cancel()
+    assert bound - 15 < taken <= bound

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 
 from streamer.codec import encode
 from streamer.identity import NodeIdentity
-from streamer.messages import ChunkDelivery, CursorsReply, OfferedHashes, Unsubscribed
+from streamer.messages import (
+    ChunkDeliveries,
+    ChunkDelivery,
+    CursorsReply,
+    DeliveredChunk,
+    OfferedHashes,
+    Unsubscribed,
+)
 from swarm.testing.fuzz import feed_decoder, feed_greeting, feed_session, mutate
 from tests.test_messages import messages
 
@@ -36,6 +43,17 @@ upstream_messages = st.one_of(
         st.lists(st.sampled_from(POOL), max_size=4),
     ),
     st.builds(ChunkDelivery, bins, st.booleans(), ids, st.integers(0, 4), st.just(b"\x01" + bytes(7) + b"x")),
+    st.builds(
+        ChunkDeliveries,
+        bins,
+        st.booleans(),
+        ids,
+        st.lists(
+            st.builds(DeliveredChunk, st.integers(0, 4), st.just(b"\x01" + bytes(7) + b"x")),
+            min_size=1,
+            max_size=3,
+        ).map(tuple),
+    ),
     st.builds(Unsubscribed, bins, st.booleans()),
 )
 

@@ -41,9 +41,11 @@ from streamer.messages import (
     BIN_COUNT,
     NONCE_SIZE,
     PROTOCOL_VERSION,
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    DeliveredChunk,
     Goodbye,
     GoodbyeCode,
     Handshake,
@@ -459,6 +461,35 @@ async def valid_then_forged(h: HostilePeer) -> Expect:
     )
 
 
+async def valid_then_forged_in_one_frame(h: HostilePeer) -> Expect:
+    """Two wanted chunks in one `ChunkDeliveries`: the first valid, the second forged."""
+    first, second = h.chunks[6], h.chunks[7]
+    await play_upstream_until_wanted(h, first, second)
+    frame = (DeliveredChunk(0, first.data), DeliveredChunk(1, h.chunks[8].data))
+    await h.send(ChunkDeliveries(FORGED_BIN, False, 1, frame))
+    return Expect(
+        GoodbyeCode.INVALID_CHUNK,
+        handshaken=True,
+        counter="invalid",
+        absent=(second.address, h.chunks[8].address),
+        stored=(first,),
+    )
+
+
+async def twice_in_one_frame(h: HostilePeer) -> Expect:
+    """One wanted chunk twice in one `ChunkDeliveries`: a second delivery, and none of the frame
+    counts."""
+    first, second = h.chunks[4], h.chunks[5]
+    await play_upstream_until_wanted(h, first, second)
+    await h.send(ChunkDeliveries(FORGED_BIN, False, 1, (DeliveredChunk(0, first.data),) * 2))
+    return Expect(
+        GoodbyeCode.UNSOLICITED_DELIVERY,
+        handshaken=True,
+        counter="unsolicited",
+        absent=(first.address, second.address),
+    )
+
+
 async def unsolicited_delivery(h: HostilePeer) -> Expect:
     await h.handshake()
     chunk = h.chunks[3]
@@ -571,6 +602,8 @@ SCENARIOS: dict[str, Callable[[HostilePeer], Awaitable[Expect]]] = {
         forged_soc,
         corrupted_chunk,
         valid_then_forged,
+        valid_then_forged_in_one_frame,
+        twice_in_one_frame,
         unsolicited_delivery,
         duplicate_delivery,
         truncated_frame,
@@ -636,7 +669,13 @@ async def feed_live(upstream: Node, chunks: list[Chunk]) -> None:
 
 
 # The scenarios that deliver chunks run again with the target verifying in a worker process.
-DELIVERIES = ["forged_chunk", "corrupted_chunk", "valid_then_forged", "duplicate_delivery"]
+DELIVERIES = [
+    "forged_chunk",
+    "corrupted_chunk",
+    "valid_then_forged",
+    "valid_then_forged_in_one_frame",
+    "duplicate_delivery",
+]
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,15 @@ from streamer import (
     overlay_address,
     payload_size,
 )
-from streamer.messages import MAX_PUSH_BATCH, PushBatch, PushBatchReceipt, PushedChunk
+from streamer.messages import (
+    MAX_DELIVERY_BATCH,
+    MAX_PUSH_BATCH,
+    ChunkDeliveries,
+    DeliveredChunk,
+    PushBatch,
+    PushBatchReceipt,
+    PushedChunk,
+)
 from tests.live_strategies import LIVE_STRATEGIES, LIVE_TYPE_CODES
 
 U64_MAX = 2**64 - 1
@@ -155,6 +163,15 @@ STRATEGIES: dict[type, st.SearchStrategy] = {
     ChunkDelivery: st.builds(
         ChunkDelivery, bins, st.booleans(), st.integers(1, U64_MAX), st.integers(0, 127), chunk_data
     ),
+    ChunkDeliveries: st.builds(
+        ChunkDeliveries,
+        bins,
+        st.booleans(),
+        st.integers(1, U64_MAX),
+        st.dictionaries(st.integers(0, 127), chunk_data, min_size=1, max_size=MAX_DELIVERY_BATCH).map(
+            lambda d: tuple(DeliveredChunk(i, data) for i, data in d.items())
+        ),
+    ),
     StateRequest: st.builds(StateRequest, bins, st.integers(1, U64_MAX), u64),
     StateReply: st.builds(StateReply, signed_states, u64, st.lists(hashes32, max_size=192).map(tuple)),
     ProvenOffer: proven_offers(),
@@ -218,6 +235,7 @@ def test_type_codes_are_distinct_and_documented_values() -> None:
         "Receipt": 0x1B,
         "RolledBack": 0x1C,
         "SkippedOffer": 0x1D,
+        "ChunkDeliveries": 0x1E,
         "RetrieveRequest": 0x20,
         "RetrieveDelivery": 0x21,
         "RetrieveFailure": 0x22,
@@ -309,6 +327,7 @@ def test_limits_are_inclusive() -> None:
     OfferedHashes(0, False, 5, 5, ())
     ChunkDelivery(MAX_BIN, True, 1, 127, bytes(MAX_CHUNK_DATA_SIZE))
     ChunkDelivery(0, False, 1, 0, bytes(8))
+    ChunkDeliveries(MAX_BIN, True, 1, tuple(DeliveredChunk(i, bytes(MAX_CHUNK_DATA_SIZE)) for i in range(15)))
     RetrieveRequest(U64_MAX, bytes(32), 255)
     RetrieveFailure(0, "x" * MAX_REASON_SIZE)
     Peers((PeerRecord(0, "x" * MAX_HOST_SIZE, 0, bytes(32), bytes(64)),) * MAX_PEER_RECORDS)
@@ -563,6 +582,12 @@ def test_bitvector_bad_indices() -> None:
 def test_payload_size_counts_chunk_data_only() -> None:
     assert payload_size(ChunkDelivery(0, False, 1, 0, bytes(4104))) == 4104
     assert payload_size(RetrieveDelivery(1, bytes(11))) == 11
+    assert (
+        payload_size(
+            ChunkDeliveries(0, False, 1, (DeliveredChunk(0, bytes(4104)), DeliveredChunk(3, bytes(9))))
+        )
+        == 4113
+    )
     assert payload_size(OfferedHashes(0, False, 1, 2, (bytes(32),) * 2)) == 0
     assert payload_size(Ping(1)) == 0
 

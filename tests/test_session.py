@@ -8,12 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chunks import Chunk
 from pot import MAX_PO, proximity
 from streamer.errors import LocalProtocolError, RemoteProtocolError
 from streamer.messages import (
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
+    DeliveredChunk,
     GoodbyeCode,
     OfferedHashes,
     Subscribe,
@@ -23,7 +26,14 @@ from streamer.messages import (
 )
 from syncer.intervals import MAX_ID
 from syncer.session import DownstreamSession
-from syncer.session_events import ChunkArrived, CursorsReceived, OfferCrossed, OfferReceived, UnsubscribeAcked
+from syncer.session_events import (
+    ChunkArrived,
+    ChunksArrived,
+    CursorsReceived,
+    OfferCrossed,
+    OfferReceived,
+    UnsubscribeAcked,
+)
 
 EPOCH = 1_700_000_000
 DATA = b"\x03" + bytes(7) + b"abc"
@@ -51,6 +61,11 @@ def arrived(s: DownstreamSession, msg: ChunkDelivery) -> bytes:
     event = s.receive(msg)
     assert isinstance(event, ChunkArrived)
     return event.address
+
+
+def frame(bin: int, live: bool, start: int, indices: list[int]) -> ChunkDeliveries:
+    """Several deliveries of one offer in one frame, all with DATA."""
+    return ChunkDeliveries(bin, live, start, tuple(DeliveredChunk(i, DATA) for i in indices))
 
 
 def session_with_cursors(cursors: tuple[int, ...] = (0, 0, 0, 300)) -> DownstreamSession:
@@ -87,6 +102,22 @@ def test_history_of_a_bin_from_subscribe_to_last_want() -> None:
     s.receive(ChunkDelivery(3, False, 1, 0, DATA))
     assert s.undelivered() == 0
     historical(s, start=1, end=300)
+
+
+def test_several_deliveries_in_one_frame_each_named_by_its_offered_hash() -> None:
+    s = session_with_cursors()
+    historical(s)
+    o = offer(3, False, 1, 128)
+    s.receive(o)
+    s.send(want(o, [0, 3, 5, 9]))
+    event = s.receive(frame(3, False, 1, [5, 0]))
+    assert event == ChunksArrived([Chunk(h(6), DATA), Chunk(h(1), DATA)])
+    assert s.undelivered() == 2
+    assert arrived(s, ChunkDelivery(3, False, 1, 9, DATA)) == h(10)  # one alone, as before
+    assert s.receive(frame(3, False, 1, [3])) == ChunksArrived([Chunk(h(4), DATA)])
+    assert s.undelivered() == 0
+    with pytest.raises(RemoteProtocolError, match="no such open offer"):  # every want is served
+        s.receive(frame(3, False, 1, [3]))
 
 
 def test_unsubscribe_ignores_crossing_offers_until_the_ack() -> None:
@@ -197,6 +228,10 @@ VIOLATIONS: list[tuple[str, Setup, object, int, str]] = [
     ("delivery not wanted", _wanted_0, ChunkDelivery(3, False, 1, 1, DATA), UNSOLICITED, "not wanted"),
     ("delivery twice", _delivered_0, ChunkDelivery(3, False, 1, 0, DATA), UNSOLICITED, "no such"),
     ("delivery to another stream", _wanted_0, ChunkDelivery(3, True, 1, 0, DATA), UNSOLICITED, "no such"),
+    ("frame of no offer", _subscribed, frame(3, False, 1, [0, 1]), UNSOLICITED, "no such"),
+    ("frame with one not wanted", _wanted_0, frame(3, False, 1, [0, 1]), UNSOLICITED, "index 1: not wanted"),
+    ("frame with a chunk twice", _wanted_0, frame(3, False, 1, [0, 0]), UNSOLICITED, "index 0: not wanted"),
+    ("frame after its chunk", _delivered_0, frame(3, False, 1, [0]), UNSOLICITED, "no such"),
     (
         "hash outside the bin",
         _subscribed,
@@ -290,6 +325,7 @@ actions = st.lists(
         st.tuples(st.just("offer"), st.integers(1, 40), st.integers(0, 3)),  # length, skew of start
         st.tuples(st.just("want"), st.integers(0, 2**8 - 1)),
         st.tuples(st.just("deliver"), st.integers(0, 20), st.integers(0, 5)),
+        st.tuples(st.just("frame"), st.integers(0, 20), st.lists(st.integers(0, 5), min_size=1, max_size=4)),
         st.just(("unsubscribe",)),
         st.just(("ack",)),
         st.just(("subscribe",)),
@@ -349,6 +385,18 @@ def test_one_live_stream_against_a_model(steps: list[tuple]) -> None:
             else:
                 with pytest.raises(RemoteProtocolError):
                     s.receive(msg)
+                return
+        elif kind == "frame":
+            _, pick, indices = step
+            starts = sorted({start for start, _ in wanted} | {1})
+            start = starts[pick % len(starts)]
+            several = frame(3, True, start, indices)
+            if len(set(indices)) == len(indices) and all((start, i) in wanted for i in indices):
+                expected = [Chunk(wanted.pop((start, i)), DATA) for i in indices]
+                assert s.receive(several) == ChunksArrived(expected)
+            else:
+                with pytest.raises(RemoteProtocolError):
+                    s.receive(several)
                 return
         elif kind == "unsubscribe":
             if phase != "subscribed":

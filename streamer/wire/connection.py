@@ -24,13 +24,13 @@ from streamer.wire.fields import (
 )
 from streamer.wire.limits import MAX_REASON_SIZE, PUBLIC_KEY_SIZE
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 """The ``version`` this implementation puts in its handshake. Version 2 added the Hello nonces
 (handshake signatures bound to one connection) and the Unsubscribed acknowledgement; version 3
 the TLS channel under the protocol, and the channel binding every handshake signature covers;
 version 4 provable streams (signed states of each bin's log, proven offers and receipts), live
 propagation and push syncing; version 5 the pruning of redundant live paths (`LivePause`,
-`LiveHave`)."""
+`LiveHave`); version 7 several wanted chunks in one frame (`ChunkDeliveries`)."""
 
 CHANNEL_BINDING_SIZE = 32
 PLAIN_BINDING = bytes(CHANNEL_BINDING_SIZE)

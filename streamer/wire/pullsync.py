@@ -9,16 +9,18 @@ from typing import Annotated, Any
 from bitarray import bitarray
 
 from streamer.errors import MessageError
-from streamer.wire.compound import HashList, UIntList
-from streamer.wire.declare import Message, message
-from streamer.wire.fields import U64, Bin, BinId, BitVector, Bool, ChunkData, UInt, uint
-from streamer.wire.limits import ADDRESS_SIZE, BIN_COUNT
+from streamer.wire.compound import HashList, Records, UIntList
+from streamer.wire.declare import Message, message, record
+from streamer.wire.fields import U64, Bin, BinId, BitVector, Bool, ChunkData, Sized, UInt, uint
+from streamer.wire.limits import ADDRESS_SIZE, BIN_COUNT, MAX_CHUNK_DATA_SIZE, MIN_CHUNK_DATA_SIZE
 
 MAX_BATCH_SIZE = 128
 """Most hashes in one offer; also the number of bits of a want vector."""
 OFFER_WINDOW = 2
 """Most offers of one stream the upstream may have sent and not had answered (section 8.2)."""
 WANT_SIZE = MAX_BATCH_SIZE // 8
+MAX_DELIVERY_BATCH = 15
+"""Chunks in one `ChunkDeliveries`: as many as fit in a frame (15 x 4,204 bytes of the largest)."""
 
 OfferIndex = Annotated[int, UInt(8, hi=MAX_BATCH_SIZE - 1)]
 
@@ -166,4 +168,40 @@ class ChunkDelivery(Message):
         return (
             f"ChunkDelivery(bin={self.bin}, live={self.live}, start={self.start}, index={self.index}, "
             f"data=<{len(self.data)} bytes>)"
+        )
+
+
+@record
+class DeliveredChunk:
+    """One chunk of a :class:`ChunkDeliveries`: its position in the offer, and its data."""
+
+    index: OfferIndex
+    data: Annotated[bytes, Sized(MIN_CHUNK_DATA_SIZE, MAX_CHUNK_DATA_SIZE)]
+
+    def __repr__(self) -> str:
+        return f"DeliveredChunk(index={self.index}, data=<{len(self.data)} bytes>)"
+
+
+@message(0x1E)
+class ChunkDeliveries(Message):
+    """Wanted chunks of the offer that started at ``start``, several in one frame: what a
+    :class:`ChunkDelivery` each would carry, without a frame, a header and a dispatch per chunk."""
+
+    bin: Bin
+    live: Bool
+    start: BinId
+    chunks: Annotated[tuple[DeliveredChunk, ...], Records(DeliveredChunk, MAX_DELIVERY_BATCH)]
+
+    def _check(self) -> None:
+        if not self.chunks:
+            raise MessageError("ChunkDeliveries.chunks must hold at least one chunk")
+
+    def payload_size(self) -> int:
+        """Chunk-data bytes carried (the rest of the frame is protocol overhead)."""
+        return sum(len(chunk.data) for chunk in self.chunks)
+
+    def __repr__(self) -> str:
+        return (
+            f"ChunkDeliveries(bin={self.bin}, live={self.live}, start={self.start}, "
+            f"indices={[chunk.index for chunk in self.chunks]})"
         )

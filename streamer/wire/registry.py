@@ -34,9 +34,15 @@ MessageType = _type_codes(MESSAGE_CLASSES)
 """Wire type codes (the byte after a frame's length field), named after their messages."""
 
 _PAYLOAD = {cls: cls._layout.payload for cls in MESSAGE_CLASSES if cls._layout.payload}
+_COUNTS_PAYLOAD = frozenset(cls for cls in MESSAGE_CLASSES if hasattr(cls, "payload_size"))
+"""Messages that carry several chunks and count their data themselves (`payload_size`)."""
 
 
 def payload_size(msg: Message) -> int:
     """Chunk-data bytes ``msg`` carries (the rest of its frame is protocol overhead)."""
     field = _PAYLOAD.get(type(msg))
-    return 0 if field is None else len(getattr(msg, field))
+    if field is not None:
+        return len(getattr(msg, field))
+    if type(msg) in _COUNTS_PAYLOAD:
+        return int(msg.payload_size())  # type: ignore[attr-defined]
+    return 0

@@ -19,6 +19,7 @@ from streamer.greeting import HandshakeMachine, HandshakeRefused
 from streamer.identity import HandshakeError, NodeIdentity, make_handshake
 from streamer.messages import (
     PROTOCOL_VERSION,
+    ChunkDeliveries,
     ChunkDelivery,
     CursorsReply,
     CursorsRequest,
@@ -101,7 +102,9 @@ def feed_session(messages: Iterable[Message], outcomes: Counter[str]) -> None:
                 end = 0 if msg.live else min(msg.end, session.cursor(msg.bin))
                 if msg.live or end >= msg.start:
                     session.send(Subscribe(msg.bin, msg.live, msg.start, end))
-            if not isinstance(msg, CursorsReply | OfferedHashes | Unsubscribed | ChunkDelivery):
+            if not isinstance(
+                msg, CursorsReply | OfferedHashes | Unsubscribed | ChunkDelivery | ChunkDeliveries
+            ):
                 continue
             event = session.receive(msg)
             if isinstance(event, OfferReceived):
