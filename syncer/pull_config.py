@@ -14,10 +14,14 @@ __all__ = ["PullerConfig"]
 class PullerConfig:
     """How the pulling side paces itself and when it gives up on a peer."""
 
-    # Batches per stream waiting for their chunks. 4 syncs faster (benches/sync, alternated runs:
-    # ratio 0.83 vs 0.74 on average, mostly in the one-stream tail) but would double what a crash
-    # makes the node fetch twice: up to max_incomplete * 128 chunks per stream.
+    # Batches per stream waiting for their chunks: what a crash makes the node fetch twice is at
+    # most max_incomplete * 128 chunks per stream, over a peer's streams (one per non-empty bin).
     max_incomplete: int = 2
+    # A stream may hold up to this many while all of the peer's streams together hold fewer than
+    # max_incomplete per non-empty bin: what finished streams no longer use is lent to the ones
+    # still running, so the last stream (bin 0, half the chunks) keeps more batches in flight
+    # while the peer's bound stays (docs/performance.md, "Batched deliveries").
+    max_incomplete_lent: int = 4
     batch_timeout: float = 60.0  # a stream whose batches do not complete by then: drop the peer
     cursor_timeout: float = 30.0
     cursor_refresh: float = 5.0  # re-ask the cursors this often, to report the live lag

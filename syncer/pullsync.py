@@ -11,10 +11,12 @@ class does the I/O around it and keeps the seam small, as bee's pullsync does:
   known: the lag in seconds, syncer/lag.py).
 
 Offers are answered with what `Transfers` says to want (one transfer per chunk, node-wide); at
-most `max_incomplete` batches per stream wait for their chunks, which bounds memory whatever the
-backlog. Deliveries go to this peer's `DeliveryIntake`, which verifies and stores them through
-the node's `ChunkIntake`. Stopping a stream (cancelling its `sync`) unsubscribes; a new `sync`
-of the same stream waits until the upstream acknowledged that and the old batches completed.
+most `max_incomplete` batches per stream, on average over the peer's streams, wait for their
+chunks (a stream may borrow up to `max_incomplete_lent` from the others while they have room),
+which bounds memory, and what a crash makes the node fetch again, whatever the backlog.
+Deliveries go to this peer's `DeliveryIntake`, which verifies and stores them through the
+node's `ChunkIntake`. Stopping a stream (cancelling its `sync`) unsubscribes; a new `sync` of
+the same stream waits until the upstream acknowledged that and the old batches completed.
 
 Verifying provable streams (`Verifying`, docs/protocol.md 8.6), a `sync` first makes sure the
 session holds the upstream's signed state its stream is anchored to (a live stream: the state
@@ -208,10 +210,7 @@ class PullSyncClient:
             await self.conn.send(subscribe, priority)
             while True:
                 event = await self._next_offer(receive, key)
-                await self._wait_until(
-                    lambda: self._incomplete(key) < self.config.max_incomplete,
-                    f"wanted chunks of {stream_name(*key)}",
-                )
+                await self._wait_until(lambda: self._may_want(key), f"wanted chunks of {stream_name(*key)}")
                 await self._answer(event.offer, priority)
                 if event.last:
                     break
@@ -292,6 +291,16 @@ class PullSyncClient:
 
     def _incomplete(self, key: StreamKey) -> int:
         return self.transfers.incomplete(self.overlay, *key)
+
+    def _may_want(self, key: StreamKey) -> bool:
+        """Room for another batch of the stream: below `max_incomplete` of its own, or up to
+        `max_incomplete_lent` while the peer's streams together stay below `max_incomplete`
+        per non-empty bin."""
+        config, mine = self.config, self._incomplete(key)
+        if mine < config.max_incomplete:
+            return True
+        pool = config.max_incomplete * self.session.nonempty_bins()
+        return mine < config.max_incomplete_lent and self.open_batches() < pool
 
     async def _wait_until(self, condition: Callable[[], bool], what: str) -> None:
         if condition():  # the usual case: no timeout scope to set up and tear down (per offer)

@@ -115,6 +115,10 @@ class DownstreamSession:
         """The highest bin ID of `bin` known so far (0: none)."""
         return self._cursors[bin]
 
+    def nonempty_bins(self) -> int:
+        """Bins of the upstream known to hold chunks: one historical stream each."""
+        return sum(1 for cursor in self._cursors if cursor)
+
     def subscribed(self, key: StreamKey) -> bool:
         """The stream is open: offers of it are expected (an Unsubscribe is still allowed)."""
         stream = self._streams.get(key)

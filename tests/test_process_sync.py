@@ -158,10 +158,11 @@ def test_sigkill_mid_historical_sync_resumes_without_retransfer(tmp_path: Path) 
             assert sent_bytes % DATA_SIZE == 0
             duplicates = sent_bytes // DATA_SIZE - n
             # A chunk crosses twice only if it was wanted before the kill and not stored by then.
-            # Per historical stream at most max_incomplete (2) batches of MAX_BATCH (128) wanted
-            # chunks are outstanding (and A's offer window is 2 too); live streams carry nothing here
-            # (A's store does not change). The brief's "128 per stream over historical + live
-            # streams" is the same number: 128 * 2 * bins.
+            # B's historical streams from A hold at most max_incomplete (2) batches of MAX_BATCH
+            # (128) wanted chunks each on average (one may borrow up to max_incomplete_lent of
+            # what finished ones leave, never past 2 per non-empty bin in all); live streams carry
+            # nothing here (A's store does not change). The brief's "128 per stream over
+            # historical + live streams" is the same number: 128 * 2 * bins.
             bound = PullerConfig().max_incomplete * MAX_BATCH * streams
             # (That the restart did not start from zero is B2's payload_bytes_in above: B2 received
             # exactly the chunks it did not hold, so these duplicates all crossed before the kill.)

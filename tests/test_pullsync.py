@@ -181,6 +181,47 @@ async def test_a_historical_range_is_pulled_stored_and_reported() -> None:
         assert r.conn.violations == []
 
 
+async def _offer_one_by_one(r: Rig, offers: int) -> list[int]:
+    """Offer bin 0's chunks 1..`offers` one per offer, each as soon as the window allows; the
+    offers answered by the time the client waits."""
+    answered = []
+    for k in range(1, offers + 1):
+        if k > 2 and k - 2 not in answered:
+            break  # two offers unanswered: the window is full
+        await r.client.receive(OfferedHashes(0, False, k, k, (CHUNKS[k - 1].address,)))
+        await trio.testing.wait_all_tasks_blocked()
+        while r.conn.sent.statistics().current_buffer_used:
+            want = await r.conn.next()
+            assert isinstance(want, WantedHashes) and want.wanted_indices() == [0]
+            answered.append(want.start)
+    return answered
+
+
+@pytest.mark.parametrize(
+    ("cursors_", "answered"),
+    [
+        ((6,), [1, 2]),  # one stream: max_incomplete (2) batches
+        ((6, 9), [1, 2, 3, 4]),  # bin 1 has room it does not use: lent, up to the pool (4)
+        ((6, 9, 9), [1, 2, 3, 4]),  # the pool has 6: the stream stops at max_incomplete_lent (4)
+    ],
+)
+async def test_a_stream_borrows_batches_the_peers_other_streams_leave(
+    cursors_: tuple[int, ...], answered: list[int]
+) -> None:
+    """A peer's streams together hold at most max_incomplete batches per non-empty bin; one
+    stream may take up to max_incomplete_lent of them. Each delivery frees one."""
+    async with rig() as r:
+        await cursors(r, cursors_)
+        r.conn.nursery.start_soon(r.client.sync, 0, False, 1, 6)
+        assert await r.conn.next() == Subscribe(0, False, 1, 6)
+        assert await _offer_one_by_one(r, 6) == answered
+        assert r.client.open_batches() == len(answered)
+        await r.client.receive(ChunkDelivery(0, False, 1, 0, CHUNKS[0].data))
+        want = await r.conn.next()  # batch 1 is complete: the next offer is answered
+        assert isinstance(want, WantedHashes) and want.start == len(answered) + 1
+        assert r.completed == [(0, 1, 1)]
+
+
 async def test_stopping_a_live_stream_unsubscribes_and_a_restart_waits_for_the_ack() -> None:
     async with rig() as r:
         await cursors(r, (3,))
