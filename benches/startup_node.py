@@ -8,7 +8,7 @@ is the parent's ``time.time()`` just before it started this process, in ``$START
 chunk count that ends the run ("all stored") is ``$STARTUP_CHUNKS``.
 
 Milestones: ``imported`` (the command line and `swarm.node` imported, where `swarm node`
-imports it: in `swarm.cli.node._run_node`), ``dial`` (the first dial
+imports it: in `swarm.cli.node._serve_node`), ``dial`` (the first dial
 begins), ``connected`` (its handshake is done), ``first chunks`` (the first batch of synced chunks
 entered the store), ``api`` (node.json written: the API answers), ``all stored``.
 """
@@ -42,15 +42,17 @@ def main() -> int:
     import swarm.cli.main as cli
     import swarm.cli.node as cli_node
 
-    run_node = cli_node._run_node
+    # `swarm node` imports the node's modules in `_serve_node` (after the command line set the
+    # process up for it, e.g. the garbage collector off, and the verifier's workers started; in
+    # `_run_node` in trees before that): so does the probe, then wraps them
+    name = "_serve_node" if hasattr(cli_node, "_serve_node") else "_run_node"
+    serve = getattr(cli_node, name)
 
-    async def instrumented(config: Any) -> None:
-        # `swarm node` imports the node's modules here, in `_run_node` (after the command line set
-        # the process up for it, e.g. the garbage collector off): so does the probe, then wraps them
+    async def instrumented(*args: Any) -> None:
         wrap()
-        await run_node(config)
+        await serve(*args)
 
-    cli_node._run_node = instrumented
+    setattr(cli_node, name, instrumented)
     return cli.main(sys.argv[1:])
 
 

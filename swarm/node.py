@@ -69,7 +69,11 @@ log = logging.getLogger(__name__)
 class Node:
     """A running node. Start it with `await nursery.start(node.run)`; cancel to stop it."""
 
-    def __init__(self, config: NodeConfig, *, sync_rule: SyncRule = sync_bins) -> None:
+    def __init__(
+        self, config: NodeConfig, *, sync_rule: SyncRule = sync_bins, verifier: ChunkVerifier | None = None
+    ) -> None:
+        """``verifier``: one already running (its owner runs and stops it, around the node's
+        life), or None for the node to start its own with ``config.verify_workers``."""
         get_strategy(config.strategy)  # fail early on a bad name
         get_forwarding(config.forwarding)
         if config.channel not in CHANNELS:
@@ -82,6 +86,7 @@ class Node:
         self.p2p_port = 0
         self.api_port: int | None = None
         self.log_budgets = LogBudgets()  # what peers can make the node log, per kind and window
+        self._given_verifier = verifier
 
     # -- composition --------------------------------------------------------------------------
 
@@ -105,7 +110,7 @@ class Node:
         self.proofs = NodeProofs(
             config.provable_sync, self.identity, self.overlay, self.store, network_id=config.network_id
         )
-        self.verifier = ChunkVerifier(config.verify_workers)
+        self.verifier = self._given_verifier or ChunkVerifier(config.verify_workers)
         self.upload_first = UploadFirst(
             trio.current_time, quiet=config.replication_quiet, max_wait=config.replication_wait
         )
@@ -288,7 +293,8 @@ class Node:
         config = self.config
         with scope:
             async with trio.open_nursery() as nursery:
-                await nursery.start(self.verifier.run)
+                if self._given_verifier is None:
+                    await nursery.start(self.verifier.run)
                 if self.proofs.signing is not None:  # in a thread, while the node starts
                     nursery.start_soon(self.proofs.signing.prepare)
                 await nursery.start(self.sessions.run)

@@ -12,6 +12,7 @@ from localstore.chunkfile import CHUNK_FILE_NAME, SLOT_SIZE
 from swarm.api.status import sync_document
 from swarm.node import Node
 from swarm.testing import node_config, preload, random_chunks, start_node, start_synced_pair, wait_for
+from syncer.verifier import ChunkVerifier
 
 
 def fully_synced(node: Node) -> bool:
@@ -246,3 +247,26 @@ async def test_a_node_that_only_dials_makes_no_tls_certificate(tmp_path: Path) -
             assert "_made" in vars(a.network.credentials)
             assert "_made" not in vars(b.network.credentials)
             nursery.cancel_scope.cancel()
+
+
+async def test_a_node_syncs_through_a_verifier_its_owner_runs(tmp_path: Path) -> None:
+    """`swarm node` starts the verifier's workers before it imports the node: the node takes
+    the running verifier, verifies through it, and leaves it running when it stops."""
+    history = random_chunks(200, seed=5)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as outer:
+            verifier = await outer.start(ChunkVerifier(1).run)
+            (worker,) = verifier._workers
+            async with trio.open_nursery() as nursery:
+                a = await start_node(nursery, node_config(tmp_path / "a"))
+                for chunk in history:
+                    a.intake.store(chunk)
+                config = node_config(tmp_path / "b", peers=[("127.0.0.1", a.p2p_port)])
+                b = await start_node(nursery, config, verifier=verifier)
+                assert b.verifier is verifier
+                await wait_for(lambda: holds_all(b, history))
+                assert sync_document(b.statistics())["verify_workers"] == 1
+                nursery.cancel_scope.cancel()
+            assert worker.alive and worker.process.returncode is None, "the owner stops it, not the node"
+            outer.cancel_scope.cancel()
+        assert worker.process.returncode is not None

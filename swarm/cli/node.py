@@ -258,20 +258,34 @@ def _start_node(args: argparse.Namespace) -> int:
 async def _run_node(config: Any) -> None:
     import trio
 
-    from swarm.node import Node
+    from syncer.verifier import ChunkVerifier
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        node = Node(config)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(node.run)
-            # Up: what start-up made is kept out of every later collection (gc.freeze: it lives as
-            # long as the process; the little cyclic garbage among it, about 1 MB, stays too).
-            gc.freeze()
-            gc.enable()
-            api = f"http://{config.api_host}:{node.api_port}" if node.api_port else "off"
-            p2p = f"{config.host}:{node.p2p_port}"
-            print(f"node {node.overlay.hex()} p2p {p2p} api {api} data {config.data_dir}", flush=True)
-            async for signum in signals:
-                logging.getLogger("swarm").info("%s: shutting down", signal.Signals(signum).name)
-                nursery.cancel_scope.cancel()
-                break
+        async with trio.open_nursery() as workers:
+            # The verifier's workers are spawned before the node's modules are imported (a third
+            # of a second on one core): their own start-up, an interpreter each, runs on the other
+            # cores meanwhile instead of when the first synced chunks arrive. They outlive the node.
+            verifier = await workers.start(ChunkVerifier(config.verify_workers).run)
+            await _serve_node(config, verifier, signals)
+            workers.cancel_scope.cancel()
+
+
+async def _serve_node(config: Any, verifier: Any, signals: Any) -> None:
+    import trio
+
+    from swarm.node import Node
+
+    node = Node(config, verifier=verifier)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(node.run)
+        # Up: what start-up made is kept out of every later collection (gc.freeze: it lives as
+        # long as the process; the little cyclic garbage among it, about 1 MB, stays too).
+        gc.freeze()
+        gc.enable()
+        api = f"http://{config.api_host}:{node.api_port}" if node.api_port else "off"
+        p2p = f"{config.host}:{node.p2p_port}"
+        print(f"node {node.overlay.hex()} p2p {p2p} api {api} data {config.data_dir}", flush=True)
+        async for signum in signals:
+            logging.getLogger("swarm").info("%s: shutting down", signal.Signals(signum).name)
+            nursery.cancel_scope.cancel()
+            break
