@@ -448,25 +448,25 @@ async def corrupted_chunk(h: HostilePeer) -> Expect:
 
 async def valid_then_forged(h: HostilePeer) -> Expect:
     """Two wanted chunks back to back (one verifier batch): the first valid, the second forged."""
-    first, second = h.chunks[6], h.chunks[7]
-    await play_upstream_until_wanted(h, first, second)
-    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, first.data))
-    await h.send(ChunkDelivery(FORGED_BIN, False, 1, 1, h.chunks[8].data))
-    return Expect(
-        GoodbyeCode.INVALID_CHUNK,
-        handshaken=True,
-        counter="invalid",
-        absent=(second.address, h.chunks[8].address),
-        stored=(first,),
-    )
+    return await _first_valid_second_forged(h, framed=False)
 
 
 async def valid_then_forged_in_one_frame(h: HostilePeer) -> Expect:
     """Two wanted chunks in one `ChunkDeliveries`: the first valid, the second forged."""
+    return await _first_valid_second_forged(h, framed=True)
+
+
+async def _first_valid_second_forged(h: HostilePeer, *, framed: bool) -> Expect:
     first, second = h.chunks[6], h.chunks[7]
     await play_upstream_until_wanted(h, first, second)
-    frame = (DeliveredChunk(0, first.data), DeliveredChunk(1, h.chunks[8].data))
-    await h.send(ChunkDeliveries(FORGED_BIN, False, 1, frame))
+    forged = h.chunks[8].data  # another chunk's data for the second
+    if framed:
+        await h.send(
+            ChunkDeliveries(FORGED_BIN, False, 1, (DeliveredChunk(0, first.data), DeliveredChunk(1, forged)))
+        )
+    else:
+        await h.send(ChunkDelivery(FORGED_BIN, False, 1, 0, first.data))
+        await h.send(ChunkDelivery(FORGED_BIN, False, 1, 1, forged))
     return Expect(
         GoodbyeCode.INVALID_CHUNK,
         handshaken=True,
