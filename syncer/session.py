@@ -3,9 +3,9 @@
 The mirror of the upstream's `StreamOffers`, in the manner of h11: every pull-sync message that
 crosses the connection passes through it, ours (`send`) and the peer's (`receive`). It keeps what
 the rules need (the store epoch the handshake signed, the cursors, each stream's phase, the offers
-not yet answered, the chunks wanted and not yet delivered) and nothing else: it does no I/O, knows
-no time and chooses nothing. Which chunks to want, when to subscribe and when to stop are the
-client's and the puller's business.
+not yet answered, the chunks wanted and not yet delivered: syncer/wanted.py) and nothing else: it
+does no I/O, knows no time and chooses nothing. Which chunks to want, when to subscribe and when
+to stop are the client's and the puller's business.
 
 `receive` returns what a message means (an event) or raises `RemoteProtocolError` naming the rule
 the peer broke and the Goodbye code for it (docs/protocol.md, section 8.2, "Violations"). `send`
@@ -26,7 +26,6 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
-from chunks import Chunk
 from pot import MAX_PO, proximity
 from streamer.errors import LocalProtocolError, RemoteProtocolError
 from streamer.messages import (
@@ -51,8 +50,6 @@ from streamer.messages import (
 from syncer.intervals import MAX_ID
 from syncer.provable import ProvenLogs
 from syncer.session_events import (
-    ChunkArrived,
-    ChunksArrived,
     CursorsReceived,
     Offer,
     OfferCrossed,
@@ -63,6 +60,7 @@ from syncer.session_events import (
     UpstreamMessage,
     stream_name,
 )
+from syncer.wanted import WantedChunks
 
 __all__ = ["DownstreamSession"]
 
@@ -106,8 +104,7 @@ class DownstreamSession:
         self._cursors_asked = False
         self._offered_since_reply = False
         self._streams: dict[StreamKey, _Stream] = {}
-        # (bin, live, offer start) -> {index: address} wanted and not delivered yet
-        self._wanted: dict[tuple[int, bool, int], dict[int, bytes]] = {}
+        self._wanted = WantedChunks()
 
     # -- what the client may ask ------------------------------------------------------------
 
@@ -151,7 +148,7 @@ class DownstreamSession:
 
     def undelivered(self) -> int:
         """Chunks wanted from the peer and not delivered yet (lost if the connection ends now)."""
-        return sum(len(indices) for indices in self._wanted.values())
+        return len(self._wanted)
 
     # -- what we send -----------------------------------------------------------------------
 
@@ -221,8 +218,7 @@ class DownstreamSession:
         if isinstance(offer, ProvenOffer) and set(indices) & set(offer.hole_indices()):
             raise LocalProtocolError(f"want for {stream_name(*key)} asks for an entry marked as a hole")
         stream.unanswered.popleft()
-        if indices:
-            self._wanted[(msg.bin, msg.live, msg.start)] = {i: offer.hashes[i] for i in indices}
+        self._wanted.want((msg.bin, msg.live, msg.start), {i: offer.hashes[i] for i in indices})
         if stream.offered_all and not stream.unanswered:
             del self._streams[key]  # the historical stream is over
             if self.logs is not None:
@@ -236,9 +232,9 @@ class DownstreamSession:
     ) -> SessionEvent:
         """Judge a message from the upstream; returns what it means."""
         if isinstance(msg, ChunkDeliveries):
-            return self._receive_deliveries(msg)
+            return self._wanted.take_frame(msg)
         if isinstance(msg, ChunkDelivery):
-            return self._receive_delivery(msg)
+            return self._wanted.take(msg)
         if isinstance(msg, OfferedHashes | ProvenOffer | SkippedOffer):
             return self._receive_offer(msg)
         if isinstance(msg, StateReply):
@@ -347,38 +343,3 @@ class DownstreamSession:
             raise RemoteProtocolError(f"Unsubscribed for {stream_name(*key)}, which we did not ask")
         del self._streams[key]
         return UnsubscribeAcked(key)
-
-    def _receive_delivery(self, msg: ChunkDelivery) -> ChunkArrived:
-        offer = (msg.bin, msg.live, msg.start)
-        wanted = self._wanted.get(offer)
-        if wanted is None:
-            raise _unsolicited(msg, msg.index, "no such open offer")
-        address = wanted.pop(msg.index, None)
-        if address is None:
-            raise _unsolicited(msg, msg.index, "not wanted")
-        if not wanted:
-            del self._wanted[offer]
-        return ChunkArrived(address, msg)
-
-    def _receive_deliveries(self, msg: ChunkDeliveries) -> ChunksArrived:
-        """Every chunk of the frame must be wanted and not delivered yet, or none counts (the
-        peer broke the protocol, and the connection ends)."""
-        offer = (msg.bin, msg.live, msg.start)
-        wanted = self._wanted.get(offer)
-        if wanted is None:
-            raise _unsolicited(msg, msg.chunks[0].index, "no such open offer")
-        arrived = []
-        for chunk in msg.chunks:
-            address = wanted.pop(chunk.index, None)
-            if address is None:
-                raise _unsolicited(msg, chunk.index, "not wanted")
-            arrived.append(Chunk(address, chunk.data))
-        if not wanted:
-            del self._wanted[offer]
-        return ChunksArrived(arrived)
-
-
-def _unsolicited(msg: ChunkDelivery | ChunkDeliveries, index: int, why: str) -> RemoteProtocolError:
-    """A delivery of ``index`` that was not asked for (formatted only then: the hot path)."""
-    where = f"delivery for {stream_name(msg.bin, msg.live)} offer {msg.start} index {index}"
-    return RemoteProtocolError(f"{where}: {why}", GoodbyeCode.UNSOLICITED_DELIVERY)
