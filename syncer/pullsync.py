@@ -19,9 +19,8 @@ node's `ChunkIntake`. Stopping a stream (cancelling its `sync`) unsubscribes; a 
 the same stream waits until the upstream acknowledged that and the old batches completed.
 
 Verifying provable streams (`Verifying`, docs/protocol.md 8.6), a `sync` first makes sure the
-session holds the upstream's signed state its stream is anchored to (a live stream: the state
-at ``start - 1``; a historical one: at ``end``), asking for it with a `StateRequest` (one per bin
-at a time); the states it accepts are persisted, and its `Takeover` (syncer/takeover.py) records
+session holds the upstream's signed state its stream is anchored to (syncer/anchors.py); the
+states it accepts are persisted, and its `Takeover` (syncer/takeover.py) records
 what it took over as batches complete and sends the receipts.
 """
 
@@ -56,6 +55,7 @@ from streamer.messages import (
 )
 from streamer.outbox import Priority
 from streamer.requests import RetrieveFailed
+from syncer.anchors import StateAnchors
 from syncer.batches import CompletedBatch
 from syncer.deliveries import DeliveryIntake
 from syncer.given import GivenRanges
@@ -89,9 +89,6 @@ Fetch = Callable[[bytes], Awaitable[bytes]]
 Completed = Callable[[int, int, int], None]
 #: (bin, cursor): an offer showed the upstream's cursor of `bin` (for the lag in seconds)
 Observed = Callable[[int, int], None]
-
-
-StateEvent = StateAccepted | StateSuperseded
 
 
 class SyncConnection(Protocol):
@@ -144,8 +141,7 @@ class PullSyncClient:
         self._offers: dict[StreamKey, trio.MemorySendChannel[OfferReceived]] = {}
         self._cursors: trio.MemorySendChannel[CursorsReceived] | None = None
         self._progress = trio.lowlevel.ParkingLot()  # woken by completions, acks, streams ending
-        self._state_locks: dict[int, trio.Lock] = {}
-        self._state_waiters: dict[int, trio.MemorySendChannel[StateEvent]] = {}
+        self._anchors = StateAnchors(self.session, conn.send, self.config.cursor_timeout)
         self.takeover = (
             Takeover(
                 verifying,
@@ -200,7 +196,7 @@ class PullSyncClient:
         """Pull one stream; see the module docstring."""
         key = (bin, live)
         await self._wait_until(lambda: not self._busy(key), f"{stream_name(*key)} to be free again")
-        await self._anchor(bin, start - 1 if live else end, live)
+        await self._anchors.anchor(bin, start - 1 if live else end, live)
         send, receive = trio.open_memory_channel[OfferReceived](OFFER_WINDOW)
         self._offers[key] = send
         priority = Priority.of_stream(live)
@@ -241,34 +237,6 @@ class PullSyncClient:
             f"no offer of {stream_name(*key)} within {timeout:g}s (cursor {self.cursor(key[0])})",
             GoodbyeCode.PROTOCOL_ERROR,
         )
-
-    async def _anchor(self, bin: int, size: int, live: bool) -> None:
-        """Make sure the session holds the upstream's state at ``size`` (and, for a live stream,
-        its frontier), asking for it if need be."""
-        logs = self.session.logs
-        if logs is None:
-            return
-        lock = self._state_locks.setdefault(bin, trio.Lock())
-        async with lock:
-            while not logs.holds(bin, size, frontier=live):
-                await self._ask_state(bin, size)
-
-    async def _ask_state(self, bin: int, size: int) -> StateEvent:
-        """Ask for the state of ``bin`` at ``size`` and wait for the answer; if a request of a
-        sync cancelled meanwhile still waits for its reply (one per bin), wait for that reply
-        instead (the caller asks again if it is not the state it needs)."""
-        logs = self.session.logs
-        send, receive = trio.open_memory_channel[StateEvent](1)
-        self._state_waiters[bin] = send
-        try:
-            if logs is None or not logs.asking(bin):
-                await self.conn.send(self.session.request_state(bin, size), Priority.RETRIEVAL)
-            timeout = self.config.cursor_timeout
-            with trio.move_on_after(timeout):
-                return await receive.receive()
-            raise RemoteProtocolError(f"no state of bin {bin} at {size} within {timeout:g}s")
-        finally:
-            del self._state_waiters[bin]
 
     def _busy(self, key: StreamKey) -> bool:
         """A sync of the stream runs, its Unsubscribed is pending, or batches it left are open."""
@@ -358,11 +326,7 @@ class PullSyncClient:
         elif isinstance(event, StateAccepted | StateSuperseded):
             if isinstance(event, StateAccepted) and event.latest and self.verifying is not None:
                 self.verifying.proofs.accept(self.overlay, event.state)
-            # We asked (the session checked), but the sync that asked may have been cancelled
-            # since (its bin stopped: a depth change, a restart): the state is kept all the same.
-            state_waiter = self._state_waiters.get(event.state.bin)
-            if state_waiter is not None:
-                state_waiter.send_nowait(event)
+            self._anchors.answered(event)
         elif isinstance(event, CursorsReceived):
             waiter, self._cursors = self._cursors, None
             if waiter is not None:  # else the call that asked was cancelled: nothing waits

@@ -44,7 +44,7 @@ def test_wanted_chunks_against_a_model(script: list[tuple]) -> None:
             wanted.want(offer, {i: address(offer, i) for i in arg})
             model.update({(offer, i): address(offer, i) for i in arg})
         elif kind == "take":
-            msg = ChunkDelivery(*offer, arg, DATA)
+            msg = ChunkDelivery(offer[0], offer[1], offer[2], arg, DATA)
             if (offer, arg) in model:
                 assert wanted.take(msg) == ChunkArrived(model.pop((offer, arg)), msg)
             else:
@@ -53,7 +53,7 @@ def test_wanted_chunks_against_a_model(script: list[tuple]) -> None:
                 assert info.value.code == GoodbyeCode.UNSOLICITED_DELIVERY
                 return  # the connection ends
         else:
-            frame = ChunkDeliveries(*offer, tuple(DeliveredChunk(i, DATA) for i in arg))
+            frame = ChunkDeliveries(offer[0], offer[1], offer[2], tuple(DeliveredChunk(i, DATA) for i in arg))
             if len(set(arg)) == len(arg) and all((offer, i) in model for i in arg):
                 expected = [Chunk(model.pop((offer, i)), DATA) for i in arg]
                 assert wanted.take_frame(frame) == ChunksArrived(expected)
