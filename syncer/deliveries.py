@@ -16,7 +16,7 @@ arrived, so a valid chunk delivered just before the peer went (or was dropped) i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import trio
 
@@ -61,13 +61,11 @@ class DeliveryIntake:
 
     async def put(self, chunk: Chunk) -> None:
         """Queue a solicited delivery; waits only while the queue is full."""
-        try:
-            self._arrived_send.send_nowait(chunk)
-        except trio.WouldBlock:
-            await self._arrived_send.send(chunk)
+        await self.put_many((chunk,))
 
-    async def put_many(self, chunks: list[Chunk]) -> None:
-        """Queue solicited deliveries in order, as `put` each; waits only while the queue is full."""
+    async def put_many(self, chunks: Sequence[Chunk]) -> None:
+        """Queue solicited deliveries in order; waits only while the queue is full (chunk by
+        chunk: the reader is held up no longer than a single delivery would hold it)."""
         send_nowait = self._arrived_send.send_nowait
         for chunk in chunks:
             try:

@@ -12,8 +12,9 @@ import gc
 import logging
 import os
 import signal
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from localstore.cache import DEFAULT_CACHE_BYTES
 from swarm.cli.common import (
@@ -30,6 +31,9 @@ from swarm.cli.reserve import add_capacity_option, neighbourhood_size
 from swarm.cli.space_args import add_space_node_options, space_config
 from swarm.live.pruning import DEFAULT_EAGER
 from syncer.upload_first import DEFAULT_MAX_WAIT, DEFAULT_QUIET
+
+if TYPE_CHECKING:  # imported where they run: `swarm --help` need not load them
+    from syncer.verifier import ChunkVerifier
 
 __all__ = ["add_node_parser", "cmd_node", "network_range"]
 
@@ -270,7 +274,7 @@ async def _run_node(config: Any) -> None:
             workers.cancel_scope.cancel()
 
 
-async def _serve_node(config: Any, verifier: Any, signals: Any) -> None:
+async def _serve_node(config: Any, verifier: ChunkVerifier, signals: AsyncIterator[int]) -> None:
     import trio
 
     from swarm.node import Node
